@@ -1,0 +1,316 @@
+"""zoo.layers recurrent cells and sequence layers against Keras and by hand."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import zoo.layers
+
+CASES = [
+    ("SimpleRNN", {}),
+    ("LSTM", {}),
+    ("GRU", {"reset_after": True}),
+    ("GRU", {"reset_after": False}),
+    ("LSTM", {"use_bias": False}),
+    ("GRU", {"use_bias": False}),
+]
+
+
+def _case_id(case):
+    name, kwargs = case
+    return name + "".join(f"-{k}={v}" for k, v in kwargs.items())
+
+
+def _masks():
+    right_padded = np.ones((3, 7), bool)
+    right_padded[1, 5:] = False
+    right_padded[2, 2:] = False
+    arbitrary = np.ones((3, 7), bool)
+    arbitrary[0, [0, 1]] = False  # leading masked steps
+    arbitrary[2, [3, 5]] = False
+    return {"none": None, "right_padded": right_padded, "arbitrary": arbitrary}
+
+
+def _outputs_and_gradients(layer, inputs, mask, initial_state, training):
+    inputs = tf.constant(inputs)
+    initial_state = [tf.constant(s) for s in initial_state] if initial_state else None
+    with tf.GradientTape() as tape:
+        tape.watch(inputs)
+        if initial_state:
+            for state in initial_state:
+                tape.watch(state)
+        outputs = layer(inputs, mask=mask, initial_state=initial_state, training=training)
+        outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+        # Weight every output element differently, so that no gradient term cancels.
+        loss = sum(
+            tf.reduce_sum(o * tf.range(1, 1 + o.shape[-1], dtype=o.dtype) / o.shape[-1])
+            for o in outputs
+        )
+    sources = [inputs] + layer.trainable_weights + (initial_state or [])
+    return outputs, tape.gradient(loss, sources)
+
+
+def _pair(name, **kwargs):
+    ours = getattr(zoo.layers, name)(4, **kwargs)
+    theirs = getattr(keras.layers, name)(4, **kwargs)
+    return ours, theirs
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+@pytest.mark.parametrize("mask_name", ["none", "right_padded", "arbitrary"])
+@pytest.mark.parametrize("go_backwards", [False, True])
+@pytest.mark.parametrize("training", [False, True])
+def test_sequence_layer_matches_keras(case, mask_name, go_backwards, training, rng):
+    name, kwargs = case
+    inputs = rng.normal(size=(3, 7, 5)).astype("float32")
+    mask = _masks()[mask_name]
+    num_states = 2 if name == "LSTM" else 1
+    initial_state = [rng.normal(size=(3, 4)).astype("float32") for _ in range(num_states)]
+    ours, theirs = _pair(
+        name, return_sequences=True, return_state=True, go_backwards=go_backwards, **kwargs
+    )
+    ours(inputs)
+    theirs(inputs)
+    theirs.set_weights(ours.get_weights())
+
+    our_out, our_grads = _outputs_and_gradients(ours, inputs, mask, initial_state, training)
+    their_out, their_grads = _outputs_and_gradients(theirs, inputs, mask, initial_state, training)
+
+    assert len(our_out) == len(their_out) == 1 + num_states
+    for a, b in zip(our_out, their_out):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    for a, b in zip(our_grads, their_grads):
+        np.testing.assert_allclose(a, b, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", CASES[:4], ids=_case_id)
+@pytest.mark.parametrize("return_sequences", [False, True])
+def test_bidirectional_matches_keras(case, return_sequences, rng):
+    name, kwargs = case
+    inputs = rng.normal(size=(3, 7, 5)).astype("float32")
+    mask = _masks()["right_padded"]
+    ours = keras.layers.Bidirectional(
+        getattr(zoo.layers, name)(4, return_sequences=return_sequences, **kwargs)
+    )
+    theirs = keras.layers.Bidirectional(
+        getattr(keras.layers, name)(4, return_sequences=return_sequences, **kwargs)
+    )
+    ours(inputs)
+    theirs(inputs)
+    theirs.set_weights(ours.get_weights())
+    for training in (False, True):
+        a, grads_a = _outputs_and_gradients(ours, inputs, mask, None, training)
+        b, grads_b = _outputs_and_gradients(theirs, inputs, mask, None, training)
+        np.testing.assert_allclose(a[0], b[0], atol=1e-5)
+        for ga, gb in zip(grads_a, grads_b):
+            np.testing.assert_allclose(ga, gb, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", CASES[:4], ids=_case_id)
+def test_cell_matches_keras_cell_one_step(case, rng):
+    name, kwargs = case
+    ours = getattr(zoo.layers, name + "Cell")(4, **kwargs)
+    theirs = getattr(keras.layers, name + "Cell")(4, **kwargs)
+    x = tf.constant(rng.normal(size=(2, 5)).astype("float32"))
+    states = [tf.constant(rng.normal(size=(2, 4)).astype("float32"))] * (2 if name == "LSTM" else 1)
+    ours(x, states)
+    theirs(x, states)
+    assert [w.shape for w in ours.weights] == [w.shape for w in theirs.weights]
+    assert [w.path.split("/")[-1] for w in ours.weights] == [
+        w.path.split("/")[-1] for w in theirs.weights
+    ]
+    theirs.set_weights(ours.get_weights())
+    with tf.GradientTape(persistent=True) as tape:
+        h_ours, s_ours = ours(x, states)
+        h_theirs, s_theirs = theirs(x, states)
+        loss_ours = tf.reduce_sum(h_ours * np.arange(4)) + tf.reduce_sum(s_ours[-1])
+        loss_theirs = tf.reduce_sum(h_theirs * np.arange(4)) + tf.reduce_sum(s_theirs[-1])
+    np.testing.assert_allclose(h_ours, h_theirs, atol=1e-5)
+    for a, b in zip(s_ours, s_theirs):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    for a, b in zip(tape.gradient(loss_ours, ours.weights), tape.gradient(loss_theirs, theirs.weights)):
+        np.testing.assert_allclose(a, b, atol=1e-4)
+
+
+def test_zoo_cells_run_inside_keras_rnn(rng):
+    inputs = rng.normal(size=(2, 6, 3)).astype("float32")
+    generic = keras.layers.RNN(zoo.layers.LSTMCell(4), return_sequences=True)
+    fast = zoo.layers.LSTM(4, return_sequences=True)
+    generic(inputs)
+    fast(inputs)
+    fast.set_weights(generic.get_weights())
+    np.testing.assert_allclose(generic(inputs), fast(inputs), atol=1e-6)
+
+
+# -- numbers computed by hand from the equations --------------------------------------
+
+
+def _constant_layer(layer, value, inputs):
+    layer(inputs)
+    layer.set_weights([np.full(w.shape, value, "float32") for w in layer.get_weights()])
+    return layer
+
+
+def test_simple_rnn_by_hand():
+    # x = [1, 2] (one feature), W = U = b = 0.5, h0 = 0:
+    # h1 = tanh(0.5*1 + 0.5) = tanh(1); h2 = tanh(0.5*2 + 0.5*tanh(1) + 0.5)
+    inputs = np.array([[[1.0], [2.0]]], "float32")
+    layer = _constant_layer(zoo.layers.SimpleRNN(1, return_sequences=True), 0.5, inputs)
+    h1 = np.tanh(1.0)
+    h2 = np.tanh(1.0 + 0.5 * h1 + 0.5)
+    np.testing.assert_allclose(np.array(layer(inputs))[0, :, 0], [h1, h2], atol=1e-6)
+
+
+def test_lstm_by_hand():
+    # One unit, all weights and biases 0.1 (unit_forget_bias off), x = [1, 1]:
+    # step 1: every gate pre-activation is 0.1*1 + 0.1*0 + 0.1 = 0.2
+    inputs = np.ones((1, 2, 1), "float32")
+    layer = _constant_layer(
+        zoo.layers.LSTM(1, return_sequences=True, return_state=True, unit_forget_bias=False),
+        0.1,
+        inputs,
+    )
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    c1 = sig(0.2) * np.tanh(0.2)  # f*0 + i*g
+    h1 = sig(0.2) * np.tanh(c1)
+    z2 = 0.1 + 0.1 * h1 + 0.1
+    c2 = sig(z2) * c1 + sig(z2) * np.tanh(z2)
+    h2 = sig(z2) * np.tanh(c2)
+    outputs, h, c = layer(inputs)
+    np.testing.assert_allclose(np.array(outputs)[0, :, 0], [h1, h2], atol=1e-6)
+    np.testing.assert_allclose([float(h[0, 0]), float(c[0, 0])], [h2, c2], atol=1e-6)
+
+
+@pytest.mark.parametrize("reset_after", [True, False])
+def test_gru_by_hand(reset_after):
+    # One unit, weights 0.2, biases 0.2 (both halves when reset_after), x = [1, 1].
+    inputs = np.ones((1, 2, 1), "float32")
+    layer = _constant_layer(
+        zoo.layers.GRU(1, return_sequences=True, reset_after=reset_after), 0.2, inputs
+    )
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    recurrent_bias = 0.2 if reset_after else 0.0
+    h, expected = 0.0, []
+    for x in (1.0, 1.0):
+        z = sig(0.2 * x + 0.2 + 0.2 * h + recurrent_bias)
+        r = sig(0.2 * x + 0.2 + 0.2 * h + recurrent_bias)
+        if reset_after:
+            n = np.tanh(0.2 * x + 0.2 + r * (0.2 * h + 0.2))
+        else:
+            n = np.tanh(0.2 * x + 0.2 + 0.2 * (r * h))
+        h = z * h + (1 - z) * n
+        expected.append(h)
+    np.testing.assert_allclose(np.array(layer(inputs))[0, :, 0], expected, atol=1e-6)
+
+
+# -- drop-in compatibility ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["SimpleRNN", "LSTM", "GRU"])
+def test_accepts_every_keras_constructor_argument(name):
+    kwargs = {
+        "kernel_initializer": "he_normal",
+        "recurrent_initializer": "glorot_uniform",
+        "bias_initializer": "ones",
+        "kernel_regularizer": "l2",
+        "recurrent_regularizer": "l1",
+        "bias_regularizer": "l2",
+        "activity_regularizer": "l2",
+        "kernel_constraint": "max_norm",
+        "recurrent_constraint": "unit_norm",
+        "bias_constraint": "non_neg",
+        "dropout": 0.1,
+        "recurrent_dropout": 0.1,
+        "seed": 3,
+        "use_bias": True,
+        "return_sequences": True,
+        "return_state": False,
+        "go_backwards": False,
+        "stateful": False,
+        "unroll": True,
+    }
+    if name != "SimpleRNN":
+        kwargs.update(recurrent_activation="hard_sigmoid", implementation=1, use_cudnn=False)
+    if name == "LSTM":
+        kwargs["unit_forget_bias"] = False
+    if name == "GRU":
+        kwargs["reset_after"] = False
+    ours = getattr(zoo.layers, name)(3, **kwargs)
+    theirs = getattr(keras.layers, name)(3, **kwargs)
+    inputs = np.ones((2, 4, 5), "float32")
+    ours(inputs)
+    theirs(inputs)
+    theirs.set_weights(ours.get_weights())
+    np.testing.assert_allclose(ours(inputs), theirs(inputs), atol=1e-5)
+    # 3 weight regularizers + the activity regularizer. keras.layers.SimpleRNN
+    # documents activity_regularizer but drops it; the zoo layer applies it.
+    assert len(ours.losses) == 4
+    assert len(theirs.losses) == (3 if name == "SimpleRNN" else 4)
+    our_config, their_config = ours.get_config(), theirs.get_config()
+    known_differences = {"name"} | ({"activity_regularizer"} if name == "SimpleRNN" else set())
+    for key in their_config:
+        if key not in known_differences:
+            assert key in our_config, key
+            assert our_config[key] == their_config[key], key
+    assert ours.units == 3 and ours.dropout == 0.1
+
+
+def test_stateful_layer_carries_state_between_calls(rng):
+    inputs = rng.normal(size=(2, 6, 3)).astype("float32")
+    stateful = zoo.layers.GRU(4, stateful=True)
+    whole = zoo.layers.GRU(4)
+    stateful(inputs[:, :3])
+    whole(inputs)
+    whole.set_weights(stateful.get_weights())
+    stateful.reset_state()
+    stateful(inputs[:, :3])
+    np.testing.assert_allclose(stateful(inputs[:, 3:]), whole(inputs), atol=1e-6)
+
+
+def test_invalid_units_message():
+    with pytest.raises(ValueError, match=r"`units` must be a positive integer; received units=0"):
+        zoo.layers.LSTM(0)
+    with pytest.raises(ValueError, match="use_cudnn"):
+        zoo.layers.GRU(3, use_cudnn="maybe")
+
+
+def test_dropout_is_active_in_training_only(rng):
+    inputs = rng.normal(size=(4, 5, 6)).astype("float32")
+    layer = zoo.layers.LSTM(8, dropout=0.5, recurrent_dropout=0.5)
+    inference = [np.array(layer(inputs)) for _ in range(2)]
+    training = [np.array(layer(inputs, training=True)) for _ in range(2)]
+    np.testing.assert_array_equal(inference[0], inference[1])
+    assert np.abs(training[0] - training[1]).max() > 1e-3
+    assert np.abs(training[0] - inference[0]).max() > 1e-3
+
+
+# -- serialization --------------------------------------------------------------------
+
+
+LAYER_FACTORIES = {
+    "SimpleRNN": lambda: zoo.layers.SimpleRNN(4, return_sequences=True, go_backwards=True),
+    "LSTM": lambda: zoo.layers.LSTM(4, return_state=True, dropout=0.1),
+    "GRU": lambda: zoo.layers.GRU(4, reset_after=False, recurrent_activation="hard_sigmoid"),
+    "BiLSTM": lambda: keras.layers.Bidirectional(zoo.layers.LSTM(4, return_sequences=True)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYER_FACTORIES))
+def test_config_round_trip_and_keras_file(name, tmp_path, rng):
+    inputs = rng.normal(size=(2, 5, 3)).astype("float32")
+    layer = LAYER_FACTORIES[name]()
+    outputs = layer(inputs)
+    clone = layer.__class__.from_config(layer.get_config())
+    clone(inputs)
+    clone.set_weights(layer.get_weights())
+    for a, b in zip(tf.nest.flatten(outputs), tf.nest.flatten(clone(inputs))):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+    model_in = keras.Input((5, 3))
+    model = keras.Model(model_in, LAYER_FACTORIES[name]()(model_in))
+    path = tmp_path / "model.keras"
+    model.save(path)
+    reloaded = keras.saving.load_model(path)
+    for a, b in zip(tf.nest.flatten(model(inputs)), tf.nest.flatten(reloaded(inputs))):
+        np.testing.assert_allclose(a, b, atol=1e-6)

@@ -1,0 +1,160 @@
+"""zoo.presets: save, load, verify, and refuse what is unsafe or broken."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import zoo
+import zoo.layers
+from zoo import presets
+
+
+def _tiny_model():
+    inputs = keras.Input((None, 3))
+    hidden = keras.layers.Bidirectional(zoo.layers.GRU(4, return_sequences=True))(inputs)
+    outputs = keras.layers.Dense(2)(zoo.layers.LSTM(5)(hidden))
+    return keras.Model(inputs, outputs)
+
+
+@pytest.fixture
+def saved(tmp_path):
+    model = _tiny_model()
+    directory = presets.save(model, tmp_path / "tiny", metadata={"task": "test"})
+    return model, directory
+
+
+def test_save_and_load_round_trip(saved, rng):
+    model, directory = saved
+    # A plain Keras model has no assets (vocabularies) to write.
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "README.md", "config.json", "metadata.json", "model.weights.h5"
+    ]
+    metadata = json.loads((directory / "metadata.json").read_text())
+    assert metadata["task"] == "test" and metadata["name"] == "tiny"
+    assert metadata["parameters"] == model.count_params()
+    assert set(metadata["files"]) == {"README.md", "config.json", "model.weights.h5"}
+    inputs = rng.normal(size=(2, 7, 3)).astype("float32")
+    loaded = zoo.load(directory)
+    np.testing.assert_allclose(loaded(inputs), model(inputs), atol=1e-6)
+    assert zoo.describe(directory)["files"] == metadata["files"]
+
+
+def test_save_replaces_atomically_and_leaves_no_temporary_folder(saved):
+    model, directory = saved
+    presets.save(model, directory, metadata={"task": "second"})
+    assert zoo.describe(directory)["task"] == "second"
+    assert sorted(p.name for p in directory.parent.iterdir()) == ["tiny"]
+
+
+def test_failed_save_leaves_previous_preset_intact(saved):
+    model, directory = saved
+
+    class Unserializable:
+        pass
+
+    with pytest.raises(TypeError):
+        presets.save(model, directory, metadata={"task": Unserializable()})
+    assert zoo.describe(directory)["task"] == "test"
+    assert sorted(p.name for p in directory.parent.iterdir()) == ["tiny"]
+
+
+def test_unknown_name_lists_known_ones():
+    with pytest.raises(presets.PresetError, match=r"Unknown preset 'no_such_model'\. Known presets:"):
+        zoo.load("no_such_model")
+
+
+@pytest.mark.parametrize("name", ["../x", "..", "a/../../b", "Upper", "x y"])
+def test_names_cannot_leave_saved_models(name):
+    with pytest.raises(presets.PresetError, match="Invalid preset name|not found"):
+        zoo.load(name)
+
+
+def test_missing_file_is_named(saved):
+    _, directory = saved
+    (directory / "model.weights.h5").unlink()
+    with pytest.raises(presets.PresetError, match="missing the file 'model.weights.h5'"):
+        zoo.load(directory)
+
+
+def test_checksum_mismatch(saved):
+    _, directory = saved
+    with open(directory / "config.json", "a") as handle:
+        handle.write(" ")
+    with pytest.raises(presets.PresetError, match="Checksum mismatch for 'config.json'"):
+        zoo.load(directory)
+
+
+def test_truncated_weights_fail_the_checksum(saved):
+    _, directory = saved
+    weights = directory / "model.weights.h5"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(presets.PresetError, match="Checksum mismatch for 'model.weights.h5'"):
+        zoo.load(directory)
+
+
+def test_truncated_weights_with_matching_checksum_are_reported(saved):
+    # Someone re-signed a broken file: the checksum passes, the reader must not crash.
+    _, directory = saved
+    weights = directory / "model.weights.h5"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    _resign(directory)
+    with pytest.raises(presets.PresetError, match="truncated, corrupt"):
+        zoo.load(directory)
+
+
+def _resign(directory):
+    metadata = json.loads((directory / "metadata.json").read_text())
+    metadata["files"] = {name: presets.sha256(directory / name) for name in metadata["files"]}
+    (directory / "metadata.json").write_text(json.dumps(metadata))
+
+
+def test_lambda_layer_is_refused_without_running_it(tmp_path):
+    marker = tmp_path / "ran"
+    inputs = keras.Input((3,))
+    outputs = keras.layers.Lambda(lambda x: x * 2)(inputs)
+    model = keras.Model(inputs, outputs)
+    directory = presets.save(model, tmp_path / "evil")
+    with pytest.raises(presets.PresetError, match="Lambda layer"):
+        zoo.load(directory)
+    assert not marker.exists()
+
+
+def test_unregistered_class_is_refused(saved):
+    _, directory = saved
+    config = json.loads((directory / "config.json").read_text())
+    config["config"]["layers"][1]["class_name"] = "Exploit"
+    config["config"]["layers"][1]["module"] = "os"
+    (directory / "config.json").write_text(json.dumps(config))
+    _resign(directory)
+    with pytest.raises(presets.PresetError, match="not registered"):
+        zoo.load(directory)
+
+
+def test_metadata_without_checksums_is_refused(saved):
+    _, directory = saved
+    metadata = json.loads((directory / "metadata.json").read_text())
+    del metadata["files"]
+    (directory / "metadata.json").write_text(json.dumps(metadata))
+    with pytest.raises(presets.PresetError, match="refusing to load unverified files"):
+        zoo.load(directory)
+
+
+def test_cli_errors_are_one_line_without_traceback(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "zoo", "info", "../etc"],
+        capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": ""},
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "zoo: error: Preset directory not found: '../etc'."
+    ]
+    result = subprocess.run([sys.executable, "-m", "zoo", "info", "nope"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.startswith("zoo: error: Unknown preset 'nope'. Known presets:")

@@ -1,0 +1,25 @@
+"""zoo: the classic sequence models (RNN, LSTM, GRU, Seq2Seq, Bahdanau attention) for Keras 3.
+
+    import zoo
+    zoo.list_models()                 # the pretrained presets that ship with zoo
+    model = zoo.load("NAME")          # a Keras model, ready for predict / compile / fit
+    zoo.layers.LSTM(256)              # drop-in for keras.layers.LSTM
+
+TensorFlow is imported on first use of ``zoo.layers`` or ``zoo.load``, so that
+``zoo.list_models()`` and ``zoo.describe()`` stay quick.
+"""
+
+import importlib
+
+from zoo.presets import PresetError, describe, list_models, load
+
+__version__ = "0.1.0"
+__all__ = ["list_models", "describe", "load", "PresetError", "layers"]
+
+_LAZY_SUBMODULES = {"layers", "benchmark"}
+
+
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f"zoo.{name}")
+    raise AttributeError(f"module 'zoo' has no attribute {name!r}")

@@ -1,0 +1,206 @@
+"""Attention over an encoder's memory: Bahdanau (additive) and Luong (multiplicative).
+
+Both layers share one interface, made for decoders that run step by step:
+
+    keys = attention.project_keys(memory)           # once per source sentence
+    context, weights = attention(query, memory, keys=keys, memory_mask=mask)
+
+``query`` is ``[batch, query_dim]`` (one decoder step) or ``[batch, steps,
+query_dim]`` (several queries at once); ``memory`` is ``[batch, source_len,
+memory_dim]``; ``memory_mask`` is ``[batch, source_len]`` boolean, True for real
+tokens. ``weights`` is ``[batch, (steps,) source_len]``: a softmax over the real
+source positions (padded positions get exactly 0, each row sums to 1; a row with
+no real position gets all zeros and a zero context). ``context`` is
+``sum_i weights_i memory_i``, ``[batch, (steps,) memory_dim]``.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+
+class _MemoryAttention(keras.layers.Layer):
+    """Shared masking, softmax and context; subclasses define keys and scores."""
+
+    def project_keys(self, memory):
+        """The part of the score that depends on the memory only (cacheable)."""
+        raise NotImplementedError
+
+    def score(self, query, keys):
+        """Unnormalised scores ``[batch, queries, source_len]`` for 3-D queries."""
+        raise NotImplementedError
+
+    def call(self, query, memory, keys=None, memory_mask=None):
+        single_step = len(query.shape) == 2
+        if single_step:
+            query = ops.expand_dims(query, 1)
+        if keys is None:
+            keys = self.project_keys(memory)
+        scores = self.score(query, keys)
+        if memory_mask is not None:
+            valid = ops.expand_dims(ops.cast(memory_mask, "bool"), 1)
+            # A large negative score underflows to exactly 0 after the softmax;
+            # the final where() also zeroes rows that have no valid position.
+            lowest = ops.cast(-0.7 * 3.4e38 if scores.dtype == "float32" else -3e4, scores.dtype)
+            scores = ops.where(valid, scores, lowest)
+            weights = ops.where(valid, ops.softmax(scores, axis=-1), ops.zeros_like(scores))
+        else:
+            weights = ops.softmax(scores, axis=-1)
+        context = ops.matmul(weights, memory)
+        if single_step:
+            context, weights = ops.squeeze(context, 1), ops.squeeze(weights, 1)
+        return context, weights
+
+    def compute_output_shape(self, query_shape, memory_shape, keys_shape=None,
+                             memory_mask_shape=None):
+        leading = tuple(query_shape[:-1])
+        return leading + (memory_shape[-1],), leading + (memory_shape[1],)
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class BahdanauAttention(_MemoryAttention):
+    """Additive attention (Bahdanau, Cho & Bengio 2014).
+
+        e_ti = v^T tanh(W s_{t-1} + U h_i)
+        a_ti = softmax_i(e_ti)            over the real source positions
+        c_t  = sum_i a_ti h_i
+
+    ``U h_i`` is ``project_keys(memory)``: compute it once per source sentence and
+    pass it as ``keys=`` at every decoder step.
+
+    Args:
+        units: size of the hidden layer of the alignment model (W, U: ``-> units``).
+        normalize: weight-normalise v (Salimans & Kingma 2016), ``v = g v / ||v||``
+            with a learned scalar g and a bias b inside the tanh, as TensorFlow
+            Addons' ``BahdanauAttention(normalize=True)``.
+
+    Weights: ``query_kernel`` W ``[query_dim, units]``, ``key_kernel`` U
+    ``[memory_dim, units]``, ``score_vector`` v ``[units]``; with ``normalize``
+    also ``score_scale`` g ``[]`` and ``score_bias`` b ``[units]``.
+    """
+
+    def __init__(self, units, normalize=False, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(units, int) or units <= 0:
+            raise ValueError(f"`units` must be a positive integer; received units={units!r}.")
+        self.units = units
+        self.normalize = normalize
+
+    def build(self, query_shape, memory_shape, keys_shape=None, memory_mask_shape=None):
+        self.query_kernel = self.add_weight(
+            name="query_kernel", shape=(query_shape[-1], self.units), initializer="glorot_uniform"
+        )
+        self.key_kernel = self.add_weight(
+            name="key_kernel", shape=(memory_shape[-1], self.units), initializer="glorot_uniform"
+        )
+        self.score_vector = self.add_weight(
+            name="score_vector", shape=(self.units,), initializer="glorot_uniform"
+        )
+        if self.normalize:
+            self.score_scale = self.add_weight(
+                name="score_scale", shape=(),
+                initializer=keras.initializers.Constant(math.sqrt(1.0 / self.units)),
+            )
+            self.score_bias = self.add_weight(
+                name="score_bias", shape=(self.units,), initializer="zeros"
+            )
+
+    def project_keys(self, memory):
+        return ops.matmul(memory, self.key_kernel)
+
+    def score(self, query, keys):
+        projected_query = ops.expand_dims(ops.matmul(query, self.query_kernel), 2)
+        hidden = projected_query + ops.expand_dims(keys, 1)  # [batch, queries, source, units]
+        vector = self.score_vector
+        if self.normalize:
+            hidden = hidden + self.score_bias
+            vector = self.score_scale * vector / ops.sqrt(ops.sum(ops.square(vector)))
+        return ops.sum(ops.tanh(hidden) * vector, axis=-1)
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "normalize": self.normalize}
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class LuongAttention(_MemoryAttention):
+    """Multiplicative attention (Luong, Pham & Manning 2015), same interface.
+
+        dot:     e_ti = s_t^T h_i                      (query_dim == memory_dim)
+        general: e_ti = s_t^T W_a h_i
+        concat:  e_ti = v^T tanh(W_q s_t + W_k h_i)
+        scale=True multiplies the score by a learned scalar g (initially 1).
+
+    ``project_keys`` returns ``h_i`` (dot), ``W_a h_i`` (general) or ``W_k h_i``
+    (concat). Luong et al. use the current decoder state as the query.
+
+    Args:
+        units: size of the concat score's hidden layer (required for ``concat``;
+            for ``general`` the keys take the query's size).
+        score: ``"dot"``, ``"general"`` or ``"concat"``.
+        scale: learn a scalar factor for the scores.
+    """
+
+    SCORES = ("dot", "general", "concat")
+
+    def __init__(self, units=None, score="general", scale=False, **kwargs):
+        super().__init__(**kwargs)
+        if score not in self.SCORES:
+            raise ValueError(
+                f"`score` must be one of {self.SCORES}; received score={score!r}."
+            )
+        if score == "concat" and (not isinstance(units, int) or units <= 0):
+            raise ValueError(
+                f"score='concat' needs a positive integer `units`; received units={units!r}."
+            )
+        self.units = units
+        self.score_function = score
+        self.scale = scale
+
+    def build(self, query_shape, memory_shape, keys_shape=None, memory_mask_shape=None):
+        query_dim, memory_dim = query_shape[-1], memory_shape[-1]
+        if self.score_function == "dot" and query_dim != memory_dim:
+            raise ValueError(
+                "score='dot' needs query and memory of the same size; received "
+                f"query_dim={query_dim}, memory_dim={memory_dim}. Use score='general'."
+            )
+        if self.score_function == "general":
+            self.key_kernel = self.add_weight(
+                name="key_kernel", shape=(memory_dim, query_dim), initializer="glorot_uniform"
+            )
+        elif self.score_function == "concat":
+            self.query_kernel = self.add_weight(
+                name="query_kernel", shape=(query_dim, self.units), initializer="glorot_uniform"
+            )
+            self.key_kernel = self.add_weight(
+                name="key_kernel", shape=(memory_dim, self.units), initializer="glorot_uniform"
+            )
+            self.score_vector = self.add_weight(
+                name="score_vector", shape=(self.units,), initializer="glorot_uniform"
+            )
+        if self.scale:
+            self.score_scale = self.add_weight(name="score_scale", shape=(), initializer="ones")
+
+    def project_keys(self, memory):
+        if self.score_function == "dot":
+            return memory
+        return ops.matmul(memory, self.key_kernel)
+
+    def score(self, query, keys):
+        if self.score_function == "concat":
+            projected_query = ops.expand_dims(ops.matmul(query, self.query_kernel), 2)
+            hidden = ops.tanh(projected_query + ops.expand_dims(keys, 1))
+            scores = ops.sum(hidden * self.score_vector, axis=-1)
+        else:
+            scores = ops.matmul(query, ops.transpose(keys, (0, 2, 1)))
+        if self.scale:
+            scores = scores * self.score_scale
+        return scores
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "units": self.units,
+            "score": self.score_function,
+            "scale": self.scale,
+        }

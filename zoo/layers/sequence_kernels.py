@@ -1,0 +1,358 @@
+"""Whole-sequence recurrences with a hand-written backward pass (BPTT).
+
+This is the fast path of ``zoo.layers.SimpleRNN``/``LSTM``/``GRU`` on the
+TensorFlow backend. Automatic differentiation of a step-by-step loop computes
+``h_{t-1}^T dz_t`` (the recurrent-weight gradient) with one small matrix product
+per step and keeps every intermediate of every step alive. Here the forward loop
+keeps only what the backward pass needs (the states and the gate activations),
+the backward loop does one ``dz_t U^T`` product per step, and the weight gradient
+is a single ``[units, time * batch] x [time * batch, gates * units]`` product after
+the loop -- the same algebra, fewer and larger matrix multiplications.
+
+Inputs are time-major: ``projected`` is ``x_t W + b`` for every step,
+``[time, batch, gates * units]``; ``mask`` is ``[time, batch]`` boolean or None.
+Masked steps follow Keras: the state is carried over unchanged, and the output is
+the previous output (or zeros when ``zero_output_for_mask``).
+"""
+
+import tensorflow as tf
+
+
+def _split(tensor, parts):
+    return tf.split(tensor, parts, axis=-1)
+
+
+class _Kernel:
+    """One cell's forward step, backward step and weight gradients."""
+
+    saved_gates = 0  # gate activations per step kept for the backward pass, in units
+    separate_recurrent_gradient = False  # True when dL/d(h U) differs from dL/d(x W)
+
+
+class _SimpleRNNKernel(_Kernel):
+    """h_t = tanh(p_t + h_{t-1} U)."""
+
+
+    def forward(self, projected_t, states, weights):
+        h = tf.tanh(projected_t + tf.matmul(states[0], weights["kernel"]))
+        return [h], []
+
+    def backward(self, d_states, saved, states_in, states_out, weights):
+        h = states_out[0]
+        d_pre = d_states[0] * (1.0 - h * h)
+        return d_pre, [tf.matmul(d_pre, weights["kernel_t"])], None
+
+    def weight_gradients(self, h_in, saved, d_recurrent, weights):
+        return {"kernel": _outer_sum(h_in, d_recurrent)}
+
+
+class _LSTMKernel(_Kernel):
+    """i, f, g, o from p_t + h_{t-1} U; c_t = f c_{t-1} + i g; h_t = o tanh(c_t)."""
+
+    saved_gates = 4  # i, f, g, o
+
+    def forward(self, projected_t, states, weights):
+        h_prev, c_prev = states
+        z_i, z_f, z_c, z_o = _split(projected_t + tf.matmul(h_prev, weights["kernel"]), 4)
+        i, f, o = tf.sigmoid(z_i), tf.sigmoid(z_f), tf.sigmoid(z_o)
+        g = tf.tanh(z_c)
+        c = f * c_prev + i * g
+        h = o * tf.tanh(c)
+        return [h, c], [tf.concat([i, f, g, o], axis=-1)]
+
+    def backward(self, d_states, saved, states_in, states_out, weights):
+        d_h, d_c = d_states
+        i, f, g, o = _split(saved[0], 4)
+        tanh_c = tf.tanh(states_out[1])
+        d_c = d_c + d_h * o * (1.0 - tanh_c * tanh_c)
+        d_pre = tf.concat(
+            [
+                d_c * g * i * (1.0 - i),
+                d_c * states_in[1] * f * (1.0 - f),
+                d_c * i * (1.0 - g * g),
+                d_h * tanh_c * o * (1.0 - o),
+            ],
+            axis=-1,
+        )
+        return d_pre, [tf.matmul(d_pre, weights["kernel_t"]), d_c * f], None
+
+    def weight_gradients(self, h_in, saved, d_recurrent, weights):
+        return {"kernel": _outer_sum(h_in, d_recurrent)}
+
+
+class _GRUResetAfterKernel(_Kernel):
+    """r_t applied to h_{t-1} U + b' (the cuDNN-compatible GRU)."""
+
+    saved_gates = 4  # z, r, n and the recurrent half of n
+    separate_recurrent_gradient = True
+
+    def forward(self, projected_t, states, weights):
+        h_prev = states[0]
+        x_z, x_r, x_h = _split(projected_t, 3)
+        rec_z, rec_r, rec_h = _split(tf.matmul(h_prev, weights["kernel"]) + weights["bias"], 3)
+        z = tf.sigmoid(x_z + rec_z)
+        r = tf.sigmoid(x_r + rec_r)
+        n = tf.tanh(x_h + r * rec_h)
+        h = z * h_prev + (1.0 - z) * n
+        return [h], [tf.concat([z, r, n, rec_h], axis=-1)]
+
+    def backward(self, d_states, saved, states_in, states_out, weights):
+        d_h = d_states[0]
+        h_prev = states_in[0]
+        z, r, n, rec_h = _split(saved[0], 4)
+        d_n = d_h * (1.0 - z) * (1.0 - n * n)
+        d_z = d_h * (h_prev - n) * z * (1.0 - z)
+        d_r = d_n * rec_h * r * (1.0 - r)
+        d_projected = tf.concat([d_z, d_r, d_n], axis=-1)
+        d_recurrent = tf.concat([d_z, d_r, d_n * r], axis=-1)
+        d_h_prev = d_h * z + tf.matmul(d_recurrent, weights["kernel_t"])
+        return d_projected, [d_h_prev], d_recurrent
+
+    def weight_gradients(self, h_in, saved, d_recurrent, weights):
+        return {
+            "kernel": _outer_sum(h_in, d_recurrent),
+            "bias": tf.reduce_sum(d_recurrent, axis=[0, 1]),
+        }
+
+
+class _GRUResetBeforeKernel(_Kernel):
+    """r_t applied to h_{t-1} before its product with U_h (Cho et al. 2014)."""
+
+    saved_gates = 3  # z, r, n
+
+    def forward(self, projected_t, states, weights):
+        h_prev = states[0]
+        x_z, x_r, x_h = _split(projected_t, 3)
+        rec_z, rec_r = _split(tf.matmul(h_prev, weights["kernel_zr"]), 2)
+        z = tf.sigmoid(x_z + rec_z)
+        r = tf.sigmoid(x_r + rec_r)
+        n = tf.tanh(x_h + tf.matmul(r * h_prev, weights["kernel_h"]))
+        h = z * h_prev + (1.0 - z) * n
+        return [h], [tf.concat([z, r, n], axis=-1)]
+
+    def backward(self, d_states, saved, states_in, states_out, weights):
+        d_h = d_states[0]
+        h_prev = states_in[0]
+        z, r, n = _split(saved[0], 3)
+        d_n = d_h * (1.0 - z) * (1.0 - n * n)
+        d_reset_h = tf.matmul(d_n, weights["kernel_h_t"])
+        d_z = d_h * (h_prev - n) * z * (1.0 - z)
+        d_r = d_reset_h * h_prev * r * (1.0 - r)
+        d_zr = tf.concat([d_z, d_r], axis=-1)
+        d_h_prev = d_h * z + d_reset_h * r + tf.matmul(d_zr, weights["kernel_zr_t"])
+        d_projected = tf.concat([d_zr, d_n], axis=-1)
+        return d_projected, [d_h_prev], None
+
+    def weight_gradients(self, h_in, saved, d_recurrent, weights):
+        units = h_in.shape[-1]
+        reset = _split(saved[0], 3)[1]
+        d_zr, d_n = d_recurrent[..., : 2 * units], d_recurrent[..., 2 * units :]
+        return {
+            "kernel": tf.concat(
+                [_outer_sum(h_in, d_zr), _outer_sum(reset * h_in, d_n)], axis=-1
+            )
+        }
+
+
+def _outer_sum(left, right):
+    """sum_t left_t^T right_t for time-major ``[T, B, m]`` and ``[T, B, n]``."""
+    return tf.matmul(
+        tf.reshape(left, [-1, left.shape[-1]]),
+        tf.reshape(right, [-1, right.shape[-1]]),
+        transpose_a=True,
+    )
+
+
+KERNELS = {
+    "simple_rnn": _SimpleRNNKernel(),
+    "lstm": _LSTMKernel(),
+    "gru_reset_after": _GRUResetAfterKernel(),
+    "gru_reset_before": _GRUResetBeforeKernel(),
+}
+
+
+def _loop_weights(kind, kernel, bias):
+    """The recurrent weights a kind's loops use, with their transposes made once."""
+    if kind == "gru_reset_before":
+        units = kernel.shape[0]
+        kernel_zr, kernel_h = kernel[:, : 2 * units], kernel[:, 2 * units :]
+        return {
+            "kernel_zr": kernel_zr,
+            "kernel_h": kernel_h,
+            "kernel_zr_t": tf.transpose(kernel_zr),
+            "kernel_h_t": tf.transpose(kernel_h),
+        }
+    return {"kernel": kernel, "bias": bias, "kernel_t": tf.transpose(kernel)}
+
+
+def _tensor_array(dtype, size, like):
+    return tf.TensorArray(dtype, size=size, element_shape=like.shape)
+
+
+def _forward_loop(cell, projected, states, weights, mask_steps, zero_output_for_mask,
+                  record_history, record_outputs=True):
+    """The forward recurrence.
+
+    Returns ``(outputs [T, B, units], last_output, final_states, states_after,
+    saved)``. ``outputs`` is None unless ``record_outputs``; the last two (every
+    step's states and saved gate activations, for the backward pass) are empty
+    unless ``record_history``. Without a mask the output is the first state, so
+    that state is not recorded twice.
+    """
+    dtype = projected.dtype
+    steps = tf.shape(projected)[0]
+    zero_output = tf.zeros_like(states[0])
+    recorded_states = range(0 if mask_steps is not None else 1, len(states))
+    if not record_history:
+        recorded_states = range(0)
+    num_saved = int(record_history and cell.saved_gates > 0)
+    saved_like = tf.zeros([tf.shape(states[0])[0], cell.saved_gates * states[0].shape[-1]], dtype)
+    projected_ta = _tensor_array(dtype, steps, projected[0]).unstack(projected)
+    record_outputs = record_outputs or record_history
+
+    def body(t, previous_output, states, outputs_ta, states_tas, saved_tas):
+        candidate, saved = cell.forward(projected_ta.read(t), list(states), weights)
+        if mask_steps is None:
+            new_states, output = candidate, candidate[0]
+        else:
+            keep = mask_steps[t]
+            new_states = [tf.where(keep, c, s) for c, s in zip(candidate, states)]
+            fallback = zero_output if zero_output_for_mask else previous_output
+            output = tf.where(keep, candidate[0], fallback)
+        if record_outputs:
+            outputs_ta = outputs_ta.write(t, output)
+        states_tas = tuple(ta.write(t, new_states[i]) for ta, i in zip(states_tas, recorded_states))
+        saved_tas = tuple(ta.write(t, s) for ta, s in zip(saved_tas, saved[:num_saved]))
+        return t + 1, output, tuple(new_states), outputs_ta, states_tas, saved_tas
+
+    _, last_output, final_states, outputs_ta, states_tas, saved_tas = tf.while_loop(
+        lambda t, *_: t < steps,
+        body,
+        (
+            0,
+            zero_output,
+            tuple(states),
+            _tensor_array(dtype, steps, states[0]),
+            tuple(_tensor_array(dtype, steps, states[i]) for i in recorded_states),
+            tuple(_tensor_array(dtype, steps, saved_like) for _ in range(num_saved)),
+        ),
+    )
+    outputs = outputs_ta.stack() if record_outputs else None
+    states_after = [ta.stack() for ta in states_tas]
+    if record_history and mask_steps is None:
+        states_after = [outputs] + states_after
+    saved = [ta.stack() for ta in saved_tas]
+    return outputs, last_output, list(final_states), states_after, saved
+
+
+def run_recurrence(kind, projected, initial_states, recurrent_kernel, recurrent_bias=None,
+                   mask=None, zero_output_for_mask=False, differentiable=True,
+                   return_sequences=True):
+    """Run a recurrence over time with an exact hand-written gradient.
+
+    Args:
+        kind: one of ``KERNELS``.
+        projected: ``[T, B, gates * units]``, the input half of every gate.
+        initial_states: list of ``[B, units]`` tensors.
+        recurrent_kernel: ``[units, gates * units]``.
+        recurrent_bias: ``[gates * units]`` (reset-after GRU only) or None.
+        mask: ``[T, B]`` boolean or None.
+        differentiable: False runs a lean loop that records nothing for the
+            backward pass (inference); TensorFlow can still differentiate it,
+            through its generic while-loop gradient.
+        return_sequences: False skips collecting the outputs of the lean loop.
+
+    Returns:
+        ``(outputs [T, B, units] or None, last_output, final_states)``.
+    """
+    cell = KERNELS[kind]
+    mask_steps = None if mask is None else tf.expand_dims(tf.cast(mask, tf.bool), -1)
+    if recurrent_bias is None:
+        recurrent_bias = tf.zeros([recurrent_kernel.shape[-1]], projected.dtype)
+
+    if not differentiable:
+        weights = _loop_weights(kind, recurrent_kernel, recurrent_bias)
+        outputs, last_output, final_states, _, _ = _forward_loop(
+            cell, projected, initial_states, weights, mask_steps, zero_output_for_mask,
+            record_history=False, record_outputs=return_sequences,
+        )
+        return outputs, last_output, final_states
+
+    @tf.custom_gradient
+    def recurrence(projected, kernel, bias, *states):
+        weights = _loop_weights(kind, kernel, bias)
+        outputs, _, final_states, states_after, saved_all = _forward_loop(
+            cell, projected, list(states), weights, mask_steps, zero_output_for_mask,
+            record_history=True,
+        )
+
+        def gradient(d_outputs, *d_final_states):
+            d_initial_states, d_projected, d_weights = _backward_loop(
+                cell, d_outputs, d_final_states, states, states_after, saved_all,
+                weights, mask_steps, zero_output_for_mask, projected.shape[-1],
+            )
+            d_bias = d_weights.get("bias", tf.zeros_like(bias))
+            return (d_projected, d_weights["kernel"], d_bias, *d_initial_states)
+
+        return (outputs, *final_states), gradient
+
+    outputs, *final_states = recurrence(projected, recurrent_kernel, recurrent_bias, *initial_states)
+    return outputs, outputs[-1], final_states
+
+
+def _backward_loop(cell, d_outputs, d_final_states, states, states_after, saved_all, weights,
+                   mask_steps, zero_output_for_mask, projected_width):
+    """Backpropagation through time; returns (d initial states, d projected, d weights)."""
+    dtype = d_outputs.dtype
+    steps = tf.shape(d_outputs)[0]
+    separate = int(cell.separate_recurrent_gradient)
+    states_before = [
+        tf.concat([tf.expand_dims(s0, 0), s_after[:-1]], axis=0)
+        for s0, s_after in zip(states, states_after)
+    ]
+    d_states0 = [tf.zeros_like(s) if d is None else d for s, d in zip(states, d_final_states)]
+    projected_like = tf.zeros([tf.shape(states[0])[0], projected_width], dtype)
+
+    def body(t, carried_output_grad, d_states, d_projected_ta, d_recurrent_ta):
+        d_output = d_outputs[t] + carried_output_grad
+        if mask_steps is None:
+            d_candidate = [d_states[0] + d_output] + list(d_states[1:])
+            passed_through = [tf.zeros_like(d) for d in d_states]
+            carried = carried_output_grad
+        else:
+            # A masked step copied its state and the previous output: their
+            # gradients pass through it untouched.
+            keep = mask_steps[t]
+            zeros = tf.zeros_like(d_output)
+            d_candidate = [tf.where(keep, d, zeros) for d in d_states]
+            d_candidate[0] += tf.where(keep, d_output, zeros)
+            passed_through = [tf.where(keep, zeros, d) for d in d_states]
+            carried = zeros if zero_output_for_mask else tf.where(keep, zeros, d_output)
+        d_projected, d_previous, d_recurrent = cell.backward(
+            d_candidate,
+            [s[t] for s in saved_all],
+            [s[t] for s in states_before],
+            [s[t] for s in states_after],
+            weights,
+        )
+        d_states = tuple(p + q for p, q in zip(d_previous, passed_through))
+        d_projected_ta = d_projected_ta.write(t, d_projected)
+        if d_recurrent is not None:
+            d_recurrent_ta = tuple(ta.write(t, d_recurrent) for ta in d_recurrent_ta)
+        return t - 1, carried, d_states, d_projected_ta, d_recurrent_ta
+
+    _, _, d_initial_states, d_projected_ta, d_recurrent_ta = tf.while_loop(
+        lambda t, *_: t >= 0,
+        body,
+        (
+            steps - 1,
+            tf.zeros_like(states[0]),
+            tuple(d_states0),
+            _tensor_array(dtype, steps, projected_like),
+            tuple(_tensor_array(dtype, steps, projected_like) for _ in range(separate)),
+        ),
+    )
+    d_projected = d_projected_ta.stack()
+    d_recurrent = d_recurrent_ta[0].stack() if separate else d_projected
+    d_weights = cell.weight_gradients(states_before[0], saved_all, d_recurrent, weights)
+    return list(d_initial_states), d_projected, d_weights

@@ -1,0 +1,230 @@
+"""Presets: named, pretrained models stored as data in ``saved_models/NAME/``.
+
+A preset directory holds
+
+    config.json         the model's Keras config (``keras.saving.serialize_keras_object``)
+    model.weights.h5    its weights
+    assets/             vocabularies and other files the model reads (``save_assets``)
+    metadata.json       task, data, metrics, parameter count, how it was trained, and
+                        the sha256 of every other file
+    README.md           the model card
+
+Loading never executes code from the directory: the config is deserialized with
+Keras safe mode on (no ``Lambda`` layers, only registered classes), checksums are
+verified before anything is read, and nothing is unpickled.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.weights.h5"
+METADATA_FILE = "metadata.json"
+CARD_FILE = "README.md"
+ASSETS_DIR = "assets"
+
+# A preset name: lower-case words joined by underscores, nothing that walks paths.
+_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+
+
+class PresetError(ValueError):
+    """A preset cannot be found, verified or loaded."""
+
+
+def presets_root():
+    """The folder of the presets that ship with zoo.
+
+    A regular install carries them inside the package (``zoo/saved_models``); a
+    source checkout or editable install reads the repository's ``saved_models/``.
+    """
+    package_dir = Path(__file__).resolve().parent
+    installed = package_dir / "saved_models"
+    if installed.is_dir():
+        return installed
+    return package_dir.parent / "saved_models"
+
+
+def list_models():
+    """Names of the presets that ship with zoo, sorted."""
+    root = presets_root()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / METADATA_FILE).is_file())
+
+
+def resolve(name_or_directory):
+    """The directory of a preset given by name, or a directory given by path."""
+    if isinstance(name_or_directory, os.PathLike) or os.sep in str(name_or_directory):
+        directory = Path(name_or_directory)
+        if not directory.is_dir():
+            raise PresetError(f"Preset directory not found: {str(directory)!r}.")
+        return directory
+    name = str(name_or_directory)
+    if not _NAME_PATTERN.match(name):
+        raise PresetError(
+            f"Invalid preset name {name!r}: a name is lower-case letters, digits and "
+            "underscores (to load a directory, pass its path). "
+            f"Known presets: {', '.join(list_models()) or 'none'}."
+        )
+    directory = presets_root() / name
+    if not (directory / METADATA_FILE).is_file():
+        raise PresetError(
+            f"Unknown preset {name!r}. Known presets: {', '.join(list_models()) or 'none'}."
+        )
+    return directory
+
+
+def describe(name_or_directory):
+    """The preset's metadata.json as a dict."""
+    return _read_metadata(resolve(name_or_directory))
+
+
+def _read_metadata(directory):
+    path = directory / METADATA_FILE
+    if not path.is_file():
+        raise PresetError(f"Preset {str(directory)!r} has no {METADATA_FILE}.")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise PresetError(f"{path} is not valid JSON: {error}.") from None
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify(directory, metadata):
+    """Check that every file listed in the metadata exists and has its checksum."""
+    files = metadata.get("files")
+    if not files or WEIGHTS_FILE not in files or CONFIG_FILE not in files:
+        raise PresetError(
+            f"{directory / METADATA_FILE} lists no checksums for {CONFIG_FILE} and "
+            f"{WEIGHTS_FILE}; refusing to load unverified files."
+        )
+    for relative, expected in files.items():
+        path = (directory / relative).resolve()
+        if directory.resolve() not in path.parents:
+            raise PresetError(f"{METADATA_FILE} names a file outside the preset: {relative!r}.")
+        if not path.is_file():
+            raise PresetError(f"Preset {directory.name!r} is missing the file {relative!r}.")
+        actual = sha256(path)
+        if actual != expected:
+            raise PresetError(
+                f"Checksum mismatch for {relative!r} in preset {directory.name!r}: expected "
+                f"sha256 {expected}, found {actual}. The file was modified or corrupted."
+            )
+
+
+def load(name_or_directory):
+    """Load a preset (by name or directory) as a built Keras model with its weights."""
+    directory = resolve(name_or_directory)
+    metadata = _read_metadata(directory)
+    verify(directory, metadata)
+    config = json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8"))
+    model = deserialize_safely(config, source=directory / CONFIG_FILE)
+    assets = directory / ASSETS_DIR
+    if hasattr(model, "load_assets") and assets.is_dir():
+        model.load_assets(str(assets))
+    _load_weights(model, directory / WEIGHTS_FILE)
+    model.preset_metadata = metadata
+    return model
+
+
+def deserialize_safely(config, source):
+    """Rebuild a model from its config with Keras safe mode, with clear errors."""
+    import keras
+
+    import zoo.layers  # noqa: F401  (registers the zoo classes with Keras)
+
+    try:
+        return keras.saving.deserialize_keras_object(config, safe_mode=True)
+    except (TypeError, ValueError) as error:
+        message = str(error)
+        if "Lambda" in message or "safe_mode" in message:
+            raise PresetError(
+                f"{source} contains a Lambda layer (arbitrary Python code); zoo loads "
+                "with Keras safe mode on and refuses it."
+            ) from None
+        if "Could not locate" in message or "Unknown" in message:
+            raise PresetError(
+                f"{source} refers to a class that is not registered with Keras "
+                f"(only keras.* and zoo.* classes load): {message.splitlines()[0]}"
+            ) from None
+        raise PresetError(f"{source} cannot be deserialized: {message.splitlines()[0]}") from None
+
+
+def _load_weights(model, path):
+    try:
+        model.load_weights(path)
+    except (OSError, ValueError, KeyError) as error:
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise PresetError(
+            f"Cannot read the weights in {path}: the file is truncated, corrupt or does "
+            f"not match the model's config ({first_line})."
+        ) from None
+
+
+def save(model, directory, metadata=None, card=None):
+    """Write ``model`` as a preset directory, atomically.
+
+    Everything is written to a temporary folder next to ``directory`` and renamed
+    into place at the end, so a crash never leaves a half-written preset.
+    ``metadata`` (task, data, metrics, training) is completed with the parameter
+    count and the files' checksums; ``card`` is the README.md text (a short one
+    is generated from the metadata when omitted).
+    """
+    import keras
+
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    try:
+        (staging / CONFIG_FILE).write_text(
+            json.dumps(keras.saving.serialize_keras_object(model), indent=1), encoding="utf-8"
+        )
+        model.save_weights(staging / WEIGHTS_FILE)
+        if hasattr(model, "save_assets"):
+            (staging / ASSETS_DIR).mkdir()
+            model.save_assets(str(staging / ASSETS_DIR))
+        metadata = dict(metadata or {})
+        metadata.setdefault("name", directory.name)
+        metadata["parameters"] = int(model.count_params())
+        (staging / CARD_FILE).write_text(card or _default_card(metadata), encoding="utf-8")
+        metadata["files"] = {
+            str(path.relative_to(staging)): sha256(path)
+            for path in sorted(staging.rglob("*"))
+            if path.is_file()
+        }
+        metadata["size_bytes"] = sum((staging / f).stat().st_size for f in metadata["files"])
+        (staging / METADATA_FILE).write_text(
+            json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        if directory.exists():
+            retired = directory.with_name(f".{directory.name}.old")
+            shutil.rmtree(retired, ignore_errors=True)
+            directory.rename(retired)
+            staging.rename(directory)
+            shutil.rmtree(retired)
+        else:
+            staging.rename(directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return directory
+
+
+def _default_card(metadata):
+    lines = [f"# {metadata['name']}", ""]
+    if "description" in metadata:
+        lines += [metadata["description"], ""]
+    lines.append(f"Parameters: {metadata['parameters']:,}")
+    return "\n".join(lines) + "\n"
