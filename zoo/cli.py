@@ -38,6 +38,89 @@ def _command_benchmark(args):
     return 0
 
 
+def _read_texts(args):
+    """Texts from the command line, or one per line from stdin."""
+    if args.texts:
+        return args.texts
+    return [line.rstrip("\n") for line in sys.stdin]
+
+
+def _load_translator(name):
+    import zoo
+
+    model = zoo.load(name)
+    if not hasattr(model, "translate"):
+        raise UsageError(f"{name!r} is not a translation model.")
+    return model
+
+
+def _command_translate(args):
+    model = _load_translator(args.name)
+    texts = _read_texts(args)
+    for translation in model.translate(texts, beam_size=args.beam, max_length=args.max_length):
+        print(translation)
+    return 0
+
+
+def _command_attention(args):
+    from zoo import plots
+    from zoo.text import detokenize
+
+    model = _load_translator(args.name)
+    source, target, weights = model.align(args.text, beam_size=args.beam)
+    plots.attention_heatmap(weights, source, target, args.out,
+                            title=f"{args.name}: {args.text}")
+    print(detokenize(target, model.target_language))
+    print(f"attention heatmap written to {args.out}")
+    return 0
+
+
+def _command_evaluate(args):
+    import keras
+
+    from zoo import evaluation, training
+    from zoo.data import tatoeba
+
+    model = _load_translator(args.name)
+    pairs = tatoeba.read_pairs(args.data)
+    if not pairs:
+        raise UsageError(f"{args.data} holds no sentence pairs.")
+    sources, references = training.pair_sides(pairs, model.source_language)
+    progress = keras.utils.Progbar(len(sources), unit_name="sentence")
+    hypotheses = []
+    for start in range(0, len(sources), args.batch_size):
+        chunk = sources[start : start + args.batch_size]
+        hypotheses += model.translate(chunk, beam_size=args.beam)
+        progress.add(len(chunk))
+    bleu = evaluation.bleu(hypotheses, references, model.target_language)
+    chrf = evaluation.chrf(hypotheses, references)
+    print(f"BLEU {bleu['score']}  ({bleu['signature']})")
+    print(f"chrF {chrf['score']}  ({chrf['signature']})")
+    if args.json:
+        print(json.dumps({
+            "metric": "bleu", "value": bleu["score"], "examples": len(sources),
+            "signature": bleu["signature"], "chrf": chrf["score"], "beam_size": args.beam,
+        }))
+    return 0
+
+
+def _command_train(args):
+    from zoo import training
+
+    recipe = training.load_recipe(args.recipe)
+    command = "zoo train " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else None
+    directory = training.train(
+        recipe, out_dir=args.out, epochs=args.epochs, data_file=args.data,
+        data_dir=args.data_dir, log_dir=args.log_dir, command=command,
+    )
+    print(f"preset written to {directory}")
+    return 0
+
+
+class UsageError(Exception):
+    """A command that cannot run as asked; reported as one line."""
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="zoo", description="Classic sequence models for Keras 3: pretrained, exportable."
@@ -50,6 +133,37 @@ def build_parser():
     info = commands.add_parser("info", help="show a preset's metadata (JSON)")
     info.add_argument("name")
     info.set_defaults(run=_command_info)
+
+    translate = commands.add_parser("translate", help="translate text with a preset")
+    translate.add_argument("name")
+    translate.add_argument("texts", nargs="*", help="texts to translate (default: lines of stdin)")
+    translate.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
+    translate.add_argument("--max-length", type=int, help="most output tokens")
+    translate.set_defaults(run=_command_translate)
+
+    attention = commands.add_parser("attention", help="plot the attention of one translation")
+    attention.add_argument("name")
+    attention.add_argument("text")
+    attention.add_argument("--out", required=True, help="PNG file to write")
+    attention.add_argument("--beam", type=int, default=1)
+    attention.set_defaults(run=_command_attention)
+
+    evaluate = commands.add_parser("evaluate", help="score a preset on a file of its task")
+    evaluate.add_argument("name")
+    evaluate.add_argument("--data", required=True, help="TSV: English, other language, ...")
+    evaluate.add_argument("--beam", type=int, default=1)
+    evaluate.add_argument("--batch-size", type=int, default=64)
+    evaluate.add_argument("--json", action="store_true", help="last line: one JSON object")
+    evaluate.set_defaults(run=_command_evaluate)
+
+    train = commands.add_parser("train", help="train a preset from its recipe in training/recipes")
+    train.add_argument("recipe", help="recipe name (training/recipes/NAME.json) or path")
+    train.add_argument("--epochs", type=int, help="most epochs (early stopping may end sooner)")
+    train.add_argument("--out", help="preset directory to write (default saved_models/NAME)")
+    train.add_argument("--data", help="a TSV of pairs (English, other language) instead of the corpus")
+    train.add_argument("--data-dir", help="folder holding tatoeba/ (default $ZOO_DATA_DIR or ../shared/data)")
+    train.add_argument("--log-dir", help="TensorBoard log folder (default runs/NAME)")
+    train.set_defaults(run=_command_train)
 
     bench = commands.add_parser("benchmark", help="measure speed, zoo against Keras, in one run")
     bench.add_argument("what", choices=["layers"])
@@ -73,7 +187,7 @@ def main(argv=None):
 
     try:
         return args.run(args)
-    except PresetError as error:
+    except (PresetError, UsageError, FileNotFoundError, ValueError) as error:
         print(f"zoo: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

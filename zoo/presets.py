@@ -143,7 +143,8 @@ def deserialize_safely(config, source):
     """Rebuild a model from its config with Keras safe mode, with clear errors."""
     import keras
 
-    import zoo.layers  # noqa: F401  (registers the zoo classes with Keras)
+    import zoo.layers  # noqa: F401  (importing registers the zoo classes with Keras)
+    import zoo.models  # noqa: F401
 
     try:
         return keras.saving.deserialize_keras_object(config, safe_mode=True)
@@ -173,14 +174,15 @@ def _load_weights(model, path):
         ) from None
 
 
-def save(model, directory, metadata=None, card=None):
+def save(model, directory, metadata=None, card=None, weights_dtype="float32"):
     """Write ``model`` as a preset directory, atomically.
 
     Everything is written to a temporary folder next to ``directory`` and renamed
     into place at the end, so a crash never leaves a half-written preset.
     ``metadata`` (task, data, metrics, training) is completed with the parameter
     count and the files' checksums; ``card`` is the README.md text (a short one
-    is generated from the metadata when omitted).
+    is generated from the metadata when omitted). ``weights_dtype="float16"``
+    stores float32 weights at half the size (they load back as float32).
     """
     import keras
 
@@ -192,6 +194,10 @@ def save(model, directory, metadata=None, card=None):
             json.dumps(keras.saving.serialize_keras_object(model), indent=1), encoding="utf-8"
         )
         model.save_weights(staging / WEIGHTS_FILE)
+        if weights_dtype == "float16":
+            _store_weights_as_float16(staging / WEIGHTS_FILE)
+        elif weights_dtype != "float32":
+            raise ValueError(f"weights_dtype must be 'float32' or 'float16'; received {weights_dtype!r}.")
         if hasattr(model, "save_assets"):
             (staging / ASSETS_DIR).mkdir()
             model.save_assets(str(staging / ASSETS_DIR))
@@ -220,6 +226,31 @@ def save(model, directory, metadata=None, card=None):
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return directory
+
+
+def _store_weights_as_float16(path):
+    """Rewrite a Keras weights file with every float32 array stored as float16.
+
+    Written to a new file (HDF5 does not give back the space of deleted arrays).
+    """
+    import h5py
+    import numpy as np
+
+    converted = path.with_suffix(".float16.h5")
+    with h5py.File(path, "r") as source, h5py.File(converted, "w") as target:
+        target.attrs.update(source.attrs)
+
+        def copy(name, item):
+            if isinstance(item, h5py.Group):
+                target.require_group(name).attrs.update(item.attrs)
+            else:
+                values = item[()]
+                if item.dtype == np.float32:
+                    values = values.astype(np.float16)
+                target.create_dataset(name, data=values).attrs.update(item.attrs)
+
+        source.visititems(copy)
+    converted.replace(path)
 
 
 def _default_card(metadata):

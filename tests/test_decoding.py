@@ -1,0 +1,82 @@
+"""Greedy and beam search over a step function with known probabilities."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from zoo import decoding
+from zoo.text.vocabulary import END_ID, PAD_ID, START_ID
+
+A, B, C = 4, 5, 6
+VOCAB = 7
+
+
+def _markov_step(table):
+    """A step function whose next-token distribution depends on the previous token only."""
+    logits = np.full((VOCAB, VOCAB), -30.0, "float32")
+    for previous, distribution in table.items():
+        for token, probability in distribution.items():
+            logits[previous, token] = np.log(probability)
+    logits = tf.constant(logits)
+
+    def step(tokens, state):
+        attention = tf.one_hot(tf.fill(tf.shape(tokens), 1), 3)  # always looks at position 1
+        return tf.gather(logits, tokens), {"steps": state["steps"] + 1}, attention
+
+    return step
+
+
+# Greedy takes A (0.6) and then has to end with probability 0.5: 0.30 in all.
+# B (0.4) then END (1.0) is more probable: 0.40. A beam of 2 finds it.
+TRAP = {START_ID: {A: 0.6, B: 0.4}, A: {END_ID: 0.5, C: 0.5}, B: {END_ID: 1.0},
+        C: {END_ID: 1.0}}
+
+
+def _run(search, **kwargs):
+    state = {"steps": tf.zeros([2, 1])}
+    tokens, attention = search(_markov_step(TRAP), state, 2, 5, source_length=3, **kwargs)
+    return tokens.numpy(), attention
+
+
+def test_greedy_takes_the_locally_best_token_and_pads_after_end():
+    tokens, attention = _run(decoding.greedy_search)
+    np.testing.assert_array_equal(tokens, [[A, END_ID, PAD_ID, PAD_ID, PAD_ID]] * 2)
+    assert attention.shape == (2, 5, 3)
+    np.testing.assert_array_equal(attention[0, :2], [[0, 1, 0], [0, 1, 0]])
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_beam_search_finds_the_more_probable_sequence(alpha):
+    tokens, attention = _run(decoding.beam_search, beam_size=2, alpha=alpha)
+    np.testing.assert_array_equal(tokens, [[B, END_ID, PAD_ID, PAD_ID, PAD_ID]] * 2)
+    assert attention.shape == (2, 5, 3)
+
+
+def test_beam_of_one_equals_greedy():
+    greedy, _ = _run(decoding.greedy_search)
+    beam, _ = _run(decoding.beam_search, beam_size=1)
+    np.testing.assert_array_equal(greedy, beam)
+
+
+def test_length_penalty_prefers_longer_hypotheses_as_alpha_grows():
+    # Short: END at once (0.5). Long: A A A A END (0.5 * 0.99^4 ~ 0.48).
+    table = {START_ID: {END_ID: 0.5, A: 0.5}, A: {A: 0.99, END_ID: 0.01}}
+    state = {"steps": tf.zeros([1, 1])}
+    short, _ = decoding.beam_search(_markov_step(table), state, 1, 6, beam_size=3, alpha=0.0,
+                                    source_length=3)
+    assert short.numpy()[0, 0] == END_ID
+    long, _ = decoding.beam_search(_markov_step(table), state, 1, 6, beam_size=3, alpha=2.0,
+                                   source_length=3)
+    assert long.numpy()[0, 0] == A
+
+
+def test_fixed_maximum_length_is_respected():
+    loop = {START_ID: {A: 1.0}, A: {A: 1.0}}
+    state = {"steps": tf.zeros([1, 1])}
+    for search, kwargs in ((decoding.greedy_search, {}), (decoding.beam_search, {"beam_size": 2})):
+        tokens, _ = search(_markov_step(loop), state, 1, 4, source_length=3, **kwargs)
+        np.testing.assert_array_equal(tokens.numpy(), [[A, A, A, A]])
+
+
+def test_gnmt_length_penalty_values():
+    np.testing.assert_allclose(decoding.length_penalty(tf.constant([1, 7]), 1.0), [1.0, 2.0])

@@ -1,0 +1,117 @@
+"""Translation models: training and inference paths agree, they learn, they save."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from zoo import presets, training
+from zoo.models import AttentionSeq2Seq, BottleneckSeq2Seq
+from zoo.text import Vocabulary, tokenize
+
+SOURCES = ["我读了一本书。", "你好。", "他很高兴。", "我很高兴。", "他读了一本书。", "你读书。"]
+TARGETS = ["I read a book.", "Hello.", "He is happy.", "I am happy.", "He read a book.",
+           "You read."]
+MODELS = {"attention": AttentionSeq2Seq, "bottleneck": BottleneckSeq2Seq}
+
+
+def _tiny(model_class, units=16):
+    source = Vocabulary.build([tokenize(t, "zh") for t in SOURCES], min_count=1)
+    target = Vocabulary.build([tokenize(t, "en") for t in TARGETS], min_count=1)
+    model = model_class("zh", "en", len(source), len(target), embedding_dim=12, units=units,
+                        dropout=0.0, max_output_length=12)
+    model.build()
+    model.set_vocabularies(source, target)
+    return model
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """Both tiny models fitted until they reproduce the toy corpus."""
+    models = {}
+    for name, model_class in MODELS.items():
+        keras.utils.set_random_seed(0)
+        model = _tiny(model_class, units=32)
+        training.compile_for_training(model, learning_rate=0.05)
+        source_ids = model.encode_source(SOURCES)
+        decoder_in, decoder_out = model.encode_target(TARGETS)
+        model.fit((source_ids, decoder_in), decoder_out, epochs=150, verbose=0)
+        models[name] = model
+    return models
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_teacher_forcing_equals_step_by_step_decoding(name):
+    model = _tiny(MODELS[name])
+    source_ids = model.encode_source(SOURCES[:3])
+    decoder_in, _ = model.encode_target(TARGETS[:3])
+    forced = model((source_ids, decoder_in)).numpy()
+    state = model.encode(tf.constant(source_ids))
+    for t in range(decoder_in.shape[1]):
+        logits, state, _ = model.decode_step(tf.constant(decoder_in[:, t]), state)
+        np.testing.assert_allclose(forced[:, t], logits.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_fitted_model_translates_the_corpus_greedy_and_beam(trained, name):
+    model = trained[name]
+    assert model.translate(SOURCES) == TARGETS
+    assert model.translate(SOURCES, beam_size=3) == TARGETS
+    assert model.translate("你好。") == ["Hello."]
+    assert model.translate([]) == []
+
+
+def test_attention_has_one_row_per_output_token(trained):
+    model = trained["attention"]
+    translations, attentions = model.translate(SOURCES[:2], return_attention=True)
+    assert [a.shape for a in attentions] == [(5, 7), (2, 3)]  # "I read a book ." x 我读了一本书。
+    for weights in attentions:
+        np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-5)
+    _, beam_attentions = model.translate(SOURCES[:2], beam_size=3, return_attention=True)
+    assert [a.shape for a in beam_attentions] == [(5, 7), (2, 3)]
+    source, target, weights = model.align(SOURCES[0])
+    assert source == list("我读了一本书。") and target == ["I", "read", "a", "book", "."]
+    assert weights.shape == (5, 7)
+
+
+def test_bottleneck_model_has_no_attention_to_return(trained):
+    with pytest.raises(ValueError, match="BottleneckSeq2Seq has no attention"):
+        trained["bottleneck"].translate(SOURCES[:1], return_attention=True)
+
+
+@pytest.mark.parametrize("beam", [0, -1, 1.5, True])
+def test_invalid_beam_size(trained, beam):
+    with pytest.raises(ValueError, match="beam_size must be a positive integer"):
+        trained["attention"].translate(SOURCES[:1], beam_size=beam)
+
+
+def test_unknown_words_become_oov_not_errors(trained):
+    model = trained["attention"]
+    ids = model.encode_source(["龘龘我"])
+    np.testing.assert_array_equal(ids, [[1, 1, model.source_vocabulary.encode(["我"])[0]]])
+    assert isinstance(model.translate("龘龘")[0], str)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("weights_dtype", ["float32", "float16"])
+def test_preset_round_trip(trained, name, weights_dtype, tmp_path):
+    model = trained[name]
+    directory = presets.save(model, tmp_path / "toy", metadata={"task": "translation"},
+                             weights_dtype=weights_dtype)
+    assert sorted(p.name for p in (directory / "assets").iterdir()) == [
+        "source_vocabulary.txt", "target_vocabulary.txt"]
+    loaded = presets.load(directory)
+    assert type(loaded) is type(model)
+    assert loaded.source_vocabulary == model.source_vocabulary
+    assert loaded.translate(SOURCES, beam_size=3) == model.translate(SOURCES, beam_size=3)
+    source_ids = model.encode_source(SOURCES)
+    decoder_in, _ = model.encode_target(TARGETS)
+    tolerance = 0 if weights_dtype == "float32" else 0.05
+    np.testing.assert_allclose(loaded((source_ids, decoder_in)), model((source_ids, decoder_in)),
+                               atol=tolerance)
+
+
+def test_vocabulary_size_must_match_the_config():
+    model = _tiny(AttentionSeq2Seq)
+    with pytest.raises(ValueError, match=r"The source vocabulary has 5 tokens but the model was built for"):
+        model.set_vocabularies(Vocabulary(["a"]), model.target_vocabulary)

@@ -1,0 +1,79 @@
+"""Tokenizers and vocabularies: Python and TensorFlow agree; text comes back readable."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from zoo.data import tatoeba
+from zoo.text import Vocabulary, detokenize, tf_detokenize, tf_tokenize, tokenize
+from zoo.text.vocabulary import END_ID, OOV_ID, PAD_ID, START_ID, pad_batch
+
+ROUND_TRIPS = {
+    "en": ["I read a book.", "Don't you think it's \"good\"?", "It costs $5 (or 10%).",
+           "Tom's here, isn't he?", "Wait... what?!"],
+    "fr": ["Je l'ai lu aujourd'hui.", "Qui êtes-vous ?", "« Bonjour », dit-il.",
+           "Il est 5 h : on y va !"],
+    "zh": ["我读了一本书。", "你好，Tom！", "我有100块钱。", "他说：“好的。”"],
+}
+
+
+@pytest.mark.parametrize("language", sorted(ROUND_TRIPS))
+def test_detokenize_inverts_tokenize(language):
+    for text in ROUND_TRIPS[language]:
+        assert detokenize(tokenize(text, language), language) == text
+
+
+def test_tokens_split_punctuation_and_keep_words_whole():
+    assert tokenize("I read a book.", "en") == ["I", "read", "a", "book", "."]
+    assert tokenize("Don't go-kart!", "en") == ["Don't", "go-kart", "!"]
+    assert tokenize("Je l'ai vu, êtes-vous là ?", "fr") == [
+        "Je", "l'", "ai", "vu", ",", "êtes-vous", "là", "?"]
+    assert tokenize("你好，Tom！我有100块。", "zh") == [
+        "你", "好", "，", "Tom", "！", "我", "有", "100", "块", "。"]
+
+
+def test_unicode_spaces_and_curly_apostrophes_are_normalised():
+    assert tokenize("C\u2019est\u202f!", "fr") == ["C'", "est", "!"]
+    assert tokenize("a\u00a0b\u3000c\u200bd", "en") == ["a", "b", "cd"]
+    assert tokenize("   ", "en") == [] and tokenize("", "zh") == []
+
+
+def test_unknown_language_is_refused():
+    with pytest.raises(ValueError, match="Unsupported language 'de'; supported: en, fr, zh"):
+        tokenize("Hallo", "de")
+
+
+def _corpus_sample(corpus, count=400):
+    pairs = tatoeba.load(corpus)
+    step = max(1, len(pairs) // count)
+    return pairs[::step]
+
+
+@pytest.mark.parametrize("corpus,language", [("cmn", "zh"), ("fra", "fr")])
+def test_tensorflow_tokenizer_equals_python_on_the_corpora(corpus, language):
+    pairs = _corpus_sample(corpus)
+    for side, lang in (("english", "en"), ("other", language)):
+        texts = [getattr(p, side) for p in pairs] + ROUND_TRIPS[lang]
+        in_graph = tf_tokenize(tf.constant(texts), lang).to_list()
+        assert [[t.decode() for t in row] for row in in_graph] == [tokenize(t, lang) for t in texts]
+        tokens = [tokenize(t, lang) for t in texts]
+        ragged = tf.ragged.constant(tokens, dtype=tf.string)
+        joined = [t.decode() for t in tf_detokenize(ragged, lang).numpy()]
+        assert joined == [detokenize(t, lang) for t in tokens]
+
+
+def test_vocabulary_build_encode_decode_save(tmp_path):
+    texts = [["a", "b", "a"], ["b", "c"], ["a"]]
+    vocabulary = Vocabulary.build(texts, min_count=2)
+    assert vocabulary.tokens == ["[PAD]", "[UNK]", "[START]", "[END]", "a", "b"]
+    assert (PAD_ID, OOV_ID, START_ID, END_ID) == (0, 1, 2, 3)
+    assert vocabulary.encode(["a", "c", "b"]) == [4, OOV_ID, 5]
+    assert vocabulary.decode([START_ID, 4, 5, END_ID, 4]) == ["a", "b"]
+    vocabulary.save(tmp_path / "v.txt")
+    assert (tmp_path / "v.txt").read_text() == "[PAD]\n[UNK]\n[START]\n[END]\na\nb\n"
+    assert Vocabulary.load(tmp_path / "v.txt") == vocabulary
+
+
+def test_pad_batch():
+    np.testing.assert_array_equal(pad_batch([[5, 6], [7], []]), [[5, 6], [7, 0], [0, 0]])
+    assert pad_batch([[]]).shape == (1, 1)

@@ -1,0 +1,1 @@
+"""Corpus readers: a local path first, the public URL and checksum second."""

@@ -1,0 +1,166 @@
+"""Tatoeba sentence pairs (as packaged by manythings.org/anki), read from a local copy.
+
+Files are TSV: English, the other language, then attribution columns (ignored).
+Where the files are: ``$ZOO_DATA_DIR/tatoeba/`` if set, else ``../shared/data/tatoeba``
+next to the repository (the layout of this project's machines); ``download()``
+fetches the public copy for users elsewhere.
+
+The split is deterministic and leak-free: pairs that share a sentence on either side
+(Tatoeba lists one English sentence with several translations, and the reverse) form
+one group, and each group goes to train, validation or test as a whole, chosen by a
+hash of its sentences. No test sentence, on either side, occurs in training.
+"""
+
+import csv
+import hashlib
+import io
+import os
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA_DIR_VARIABLE = "ZOO_DATA_DIR"
+
+# The public download, and the sha256 of the TSV as this project trained on it.
+# The upstream archive is updated over time (and fra-eng.tsv here is its shortest
+# part), so a fresh download may differ: download() says so instead of mixing data.
+CORPORA = {
+    "cmn": {
+        "file": "cmn-eng.tsv",
+        "url": "http://www.manythings.org/anki/cmn-eng.zip",
+        "sha256": "50e674f20a02f0d819211151c21ea04070d7a7db42f18f137c3c497902d99cbc",
+        "language": "zh",
+    },
+    "fra": {
+        "file": "fra-eng.tsv",
+        "url": "http://www.manythings.org/anki/fra-eng.zip",
+        # This project's copy keeps the 71,162 pairs whose English side has at
+        # most 30 characters; truncate a fresh download the same way to compare.
+        "sha256": "1ab07e45ff70e06c108be66561d1bc0c84939bf43750b5cc7132c084622f7715",
+        "language": "fr",
+    },
+}
+
+SPLITS = ("train", "validation", "test")
+VALIDATION_FRACTION = 0.05
+TEST_FRACTION = 0.05
+
+
+@dataclass(frozen=True)
+class Pair:
+    english: str
+    other: str
+
+
+def data_dir(override=None):
+    """The folder that holds ``tatoeba/``: argument, environment, or ../shared/data."""
+    if override:
+        return Path(override)
+    if os.environ.get(DATA_DIR_VARIABLE):
+        return Path(os.environ[DATA_DIR_VARIABLE])
+    repository = Path(__file__).resolve().parents[2]
+    for candidate in (repository.parent / "shared" / "data", Path.cwd().parent / "shared" / "data"):
+        if candidate.is_dir():
+            return candidate
+    return repository.parent / "shared" / "data"
+
+
+def corpus_path(corpus, directory=None):
+    if corpus not in CORPORA:
+        raise ValueError(f"Unknown Tatoeba corpus {corpus!r}; known: {', '.join(CORPORA)}.")
+    path = data_dir(directory) / "tatoeba" / CORPORA[corpus]["file"]
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} not found. Set {DATA_DIR_VARIABLE} to the folder that contains "
+            f"tatoeba/{CORPORA[corpus]['file']}, or fetch it with "
+            f"zoo.data.tatoeba.download({corpus!r}, DIRECTORY)."
+        )
+    return path
+
+
+def read_pairs(path):
+    """Pairs from a TSV file: English first, the other language second, rest ignored."""
+    pairs = []
+    with open(path, encoding="utf-8", newline="") as handle:
+        for number, row in enumerate(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
+            if not row or not "".join(row).strip():
+                continue
+            if len(row) < 2:
+                raise ValueError(
+                    f"{path}, line {number}: expected at least 2 tab-separated columns "
+                    f"(English, other language), found {len(row)}: {row[0][:60]!r}"
+                )
+            pairs.append(Pair(row[0].strip(), row[1].strip()))
+    return pairs
+
+
+def load(corpus, directory=None):
+    """All pairs of a corpus ('cmn' or 'fra')."""
+    return read_pairs(corpus_path(corpus, directory))
+
+
+def _groups(pairs):
+    """Indices of pairs, grouped so that groups share no sentence on either side."""
+    parent = list(range(len(pairs)))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first_seen = {}
+    for index, pair in enumerate(pairs):
+        for key in (("en", pair.english), ("xx", pair.other)):
+            if key in first_seen:
+                parent[find(index)] = find(first_seen[key])
+            else:
+                first_seen[key] = index
+    groups = {}
+    for index in range(len(pairs)):
+        groups.setdefault(find(index), []).append(index)
+    return list(groups.values())
+
+
+def _group_split(pairs, indices):
+    key = "\n".join(sorted(pairs[i].english + "\t" + pairs[i].other for i in indices))
+    fraction = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big") / 2**64
+    if fraction < TEST_FRACTION:
+        return "test"
+    if fraction < TEST_FRACTION + VALIDATION_FRACTION:
+        return "validation"
+    return "train"
+
+
+def split(pairs):
+    """``{"train": [...], "validation": [...], "test": [...]}``, deterministic and leak-free."""
+    result = {name: [] for name in SPLITS}
+    assignment = {}
+    for indices in _groups(pairs):
+        name = _group_split(pairs, indices)
+        for index in indices:
+            assignment[index] = name
+    for index, pair in enumerate(pairs):  # keep the file's order within each split
+        result[assignment[index]].append(pair)
+    return result
+
+
+def download(corpus, directory, verify=True):
+    """Fetch a corpus from its public URL into ``directory/tatoeba/`` (needs internet)."""
+    info = CORPORA[corpus]
+    request = urllib.request.Request(info["url"], headers={"User-Agent": "zoo"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        archive = zipfile.ZipFile(io.BytesIO(response.read()))
+    content = archive.read(info["file"])
+    digest = hashlib.sha256(content).hexdigest()
+    if verify and digest != info["sha256"]:
+        raise ValueError(
+            f"{info['url']} now holds a different {info['file']} (sha256 {digest}) than "
+            f"the one the presets were trained and scored on ({info['sha256']}). Pass "
+            "verify=False to use it anyway; scores will not be comparable."
+        )
+    target = Path(directory) / "tatoeba" / info["file"]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content)
+    return target

@@ -1,0 +1,152 @@
+"""Greedy and beam search over a step function, with static shapes.
+
+A step function maps ``(previous_tokens [N], state) -> (logits [N, V], new_state,
+attention [N, S] or None)``; ``state`` is any nest of tensors whose first dimension
+is N. That is all decoding needs from a model.
+
+Both searches keep their outputs in fixed ``[batch, (beam,) max_length]`` buffers
+written by position (no growing concatenations) and stop early once every sequence
+has produced ``[END]``; after ``[END]`` a sequence is padded with ``[PAD]`` (id 0).
+This keeps them convertible to TFLite builtin ops.
+"""
+
+import tensorflow as tf
+
+from zoo.text.vocabulary import END_ID, PAD_ID, START_ID
+
+_NEG_INF = -1e9  # finite, so that scores never become NaN
+
+
+def _write_token(buffer, position, tokens):
+    """buffer[:, ..., position] = tokens, for an int buffer ``[..., L]``."""
+    hit = tf.equal(tf.range(tf.shape(buffer)[-1]), position)
+    return tf.where(hit, tf.expand_dims(tokens, -1), buffer)
+
+
+def _write_row(buffer, position, rows):
+    """buffer[..., position, :] = rows, for a float buffer ``[..., L, S]``."""
+    hit = tf.reshape(tf.equal(tf.range(tf.shape(buffer)[-2]), position), [-1, 1])
+    return tf.where(hit, tf.expand_dims(rows, -2), buffer)
+
+
+def greedy_search(step_fn, state, batch_size, max_length, source_length=None):
+    """Most probable token at every step.
+
+    Returns ``(tokens [B, max_length] int32, attention [B, max_length, S] or None)``.
+    ``source_length`` (S) is needed only when the step function returns attention.
+    """
+    tokens = tf.zeros([batch_size, max_length], tf.int32)
+    previous = tf.fill([batch_size], START_ID)
+    logits, state, attention = step_fn(previous, state)
+    track_attention = attention is not None
+    history = (
+        tf.zeros([batch_size, max_length, source_length], tf.float32) if track_attention else None
+    )
+
+    def choose(logits, finished):
+        best = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return tf.where(finished, PAD_ID, best)
+
+    finished = tf.zeros([batch_size], tf.bool)
+    token = choose(logits, finished)
+    tokens = _write_token(tokens, 0, token)
+    if track_attention:
+        history = _write_row(history, 0, tf.cast(attention, tf.float32))
+    finished = tf.equal(token, END_ID)
+
+    def body(t, token, state, tokens, history, finished):
+        logits, state, attention = step_fn(token, state)
+        token = choose(logits, finished)
+        tokens = _write_token(tokens, t, token)
+        if track_attention:
+            history = _write_row(history, t, tf.cast(attention, tf.float32))
+        return t + 1, token, state, tokens, history, finished | tf.equal(token, END_ID)
+
+    loop_vars = (1, token, state, tokens, history if track_attention else tf.zeros([0]), finished)
+    _, _, _, tokens, history, _ = tf.while_loop(
+        lambda t, *rest: tf.logical_and(t < max_length, tf.logical_not(tf.reduce_all(rest[-1]))),
+        body,
+        loop_vars,
+    )
+    return tokens, (history if track_attention else None)
+
+
+def _tile_beams(tensor, beam_size):
+    """[B, ...] -> [B * K, ...], each row repeated K times consecutively."""
+    return tf.repeat(tensor, beam_size, axis=0)
+
+
+def length_penalty(lengths, alpha):
+    """GNMT length normalisation (Wu et al. 2016): ((5 + |Y|) / 6) ** alpha."""
+    return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, alpha)
+
+
+def beam_search(step_fn, state, batch_size, max_length, beam_size, alpha=0.6,
+                source_length=None):
+    """Beam search with GNMT length normalisation of the final scores.
+
+    Finished hypotheses stay in the beam with their score frozen (they are
+    extended by ``[PAD]`` at no cost), so every beam slot always holds a distinct
+    hypothesis. Returns the best hypothesis per sentence:
+    ``(tokens [B, max_length] int32, attention [B, max_length, S] or None)``.
+    """
+    k = beam_size
+    logits, state, attention = step_fn(tf.fill([batch_size], START_ID), state)
+    track_attention = attention is not None
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
+    vocab_size = tf.shape(log_probs)[-1]
+    scores, first_tokens = tf.math.top_k(log_probs, k=k)  # [B, K]
+    tokens = _write_token(tf.zeros([batch_size, k, max_length], tf.int32), 0, first_tokens)
+    finished = tf.equal(first_tokens, END_ID)
+    lengths = tf.ones([batch_size, k], tf.int32)
+    state = tf.nest.map_structure(lambda s: _tile_beams(s, k), state)
+    history = tf.zeros([batch_size, k, max_length, source_length if track_attention else 0])
+    if track_attention:
+        history = _write_row(
+            history, 0, tf.reshape(_tile_beams(tf.cast(attention, tf.float32), k),
+                                   [batch_size, k, -1])
+        )
+    batch_offsets = tf.expand_dims(tf.range(batch_size) * k, 1)  # [B, 1]
+    # A finished beam may only be extended by [PAD], at no cost.
+    pad_only = tf.where(tf.equal(tf.range(vocab_size), PAD_ID), 0.0, _NEG_INF)
+
+    def body(t, scores, tokens, lengths, finished, state, history):
+        logits, state, attention = step_fn(tf.reshape(_last_tokens(tokens, t), [-1]), state)
+        log_probs = tf.reshape(tf.nn.log_softmax(tf.cast(logits, tf.float32)),
+                               [batch_size, k, vocab_size])
+        log_probs = tf.where(tf.expand_dims(finished, -1), pad_only, log_probs)
+        candidates = tf.reshape(tf.expand_dims(scores, -1) + log_probs, [batch_size, -1])
+        scores, flat_index = tf.math.top_k(candidates, k=k)
+        parent = flat_index // vocab_size
+        token = flat_index % vocab_size
+        tokens = _write_token(tf.gather(tokens, parent, batch_dims=1), t, token)
+        was_finished = tf.gather(finished, parent, batch_dims=1)
+        lengths = tf.gather(lengths, parent, batch_dims=1) + tf.cast(~was_finished, tf.int32)
+        finished = was_finished | tf.equal(token, END_ID)
+        rows = tf.reshape(parent + batch_offsets, [-1])
+        state = tf.nest.map_structure(lambda s: tf.gather(s, rows), state)
+        if track_attention:
+            history = _write_row(
+                tf.gather(history, parent, batch_dims=1), t,
+                tf.reshape(tf.cast(tf.gather(attention, rows), tf.float32), [batch_size, k, -1]),
+            )
+        return t + 1, scores, tokens, lengths, finished, state, history
+
+    _, scores, tokens, lengths, finished, _, history = tf.while_loop(
+        lambda t, scores, tokens, lengths, finished, *_: tf.logical_and(
+            t < max_length, tf.logical_not(tf.reduce_all(finished))
+        ),
+        body,
+        (1, scores, tokens, lengths, finished, state, history),
+    )
+    normalized = scores / length_penalty(lengths, alpha)
+    best = tf.argmax(normalized, axis=-1, output_type=tf.int32)
+    best_tokens = tf.gather(tokens, best, batch_dims=1)
+    best_history = tf.gather(history, best, batch_dims=1) if track_attention else None
+    return best_tokens, best_history
+
+
+def _last_tokens(tokens, t):
+    """tokens[..., t - 1] via a one-hot sum (static shapes)."""
+    hit = tf.cast(tf.equal(tf.range(tf.shape(tokens)[-1]), t - 1), tokens.dtype)
+    return tf.reduce_sum(tokens * hit, axis=-1)

@@ -1,0 +1,47 @@
+"""Metrics, computed with the libraries made for them (sacreBLEU), and breakdowns by length."""
+
+import sacrebleu
+
+from zoo.text import tokenizers
+
+# sacreBLEU's tokenizer for each target language: its own Chinese tokenizer for
+# Chinese, the WMT standard 13a elsewhere. Scores are cased, on detokenized text.
+BLEU_TOKENIZE = {"zh": "zh", "en": "13a", "fr": "13a"}
+LENGTH_BUCKETS = ((1, 5), (6, 10), (11, 15), (16, 20), (21, None))
+
+
+def bleu(hypotheses, references, target_language):
+    """Corpus BLEU of detokenized hypotheses against raw references (one each)."""
+    metric = sacrebleu.metrics.BLEU(tokenize=BLEU_TOKENIZE[target_language])
+    score = metric.corpus_score(list(hypotheses), [list(references)])
+    return {"score": round(score.score, 2), "signature": str(metric.get_signature())}
+
+
+def chrf(hypotheses, references):
+    metric = sacrebleu.metrics.CHRF()
+    score = metric.corpus_score(list(hypotheses), [list(references)])
+    return {"score": round(score.score, 2), "signature": str(metric.get_signature())}
+
+
+def source_length(text, language):
+    """Length of a source sentence: characters for Chinese, words otherwise."""
+    return len(tokenizers.tokenize(text, language))
+
+
+def bucket_name(low, high):
+    return f"{low}-{high}" if high else f"{low}+"
+
+
+def bleu_by_source_length(sources, hypotheses, references, source_language, target_language):
+    """BLEU per source-length bucket (tokens: characters for Chinese, words otherwise)."""
+    buckets = {}
+    for low, high in LENGTH_BUCKETS:
+        chosen = [
+            i for i, text in enumerate(sources)
+            if low <= source_length(text, source_language) <= (high or 10**9)
+        ]
+        if chosen:
+            result = bleu([hypotheses[i] for i in chosen], [references[i] for i in chosen],
+                          target_language)
+            buckets[bucket_name(low, high)] = {"bleu": result["score"], "sentences": len(chosen)}
+    return buckets

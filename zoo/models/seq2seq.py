@@ -1,0 +1,385 @@
+"""Sequence-to-sequence translation models.
+
+``AttentionSeq2Seq`` is the RNNsearch model of Bahdanau, Cho & Bengio (2014): a
+bidirectional GRU encoder writes one annotation per source token; at every target
+step the decoder looks back at all of them through additive attention computed
+from its previous state, and feeds the context to its GRU cell.
+
+``BottleneckSeq2Seq`` is the encoder-decoder of Sutskever, Vinyals & Le (2014): an
+LSTM reads the reversed source and its final state -- one fixed-length vector -- is
+all the decoder sees.
+
+Both share ``Seq2Seq``: vocabularies (saved as preset assets), tokenization,
+teacher-forced training through ``call((source_ids, target_input_ids))``, and
+``translate()``, which runs ``zoo.decoding`` over the model's ``decode_step``.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+from keras.src import backend
+
+import zoo.layers
+from zoo import decoding
+from zoo.text import tokenizers
+from zoo.text.vocabulary import END_ID, PAD_ID, START_ID, Vocabulary, pad_batch
+
+SOURCE_VOCABULARY_FILE = "source_vocabulary.txt"
+TARGET_VOCABULARY_FILE = "target_vocabulary.txt"
+
+
+class Seq2Seq(keras.Model):
+    """Shared machinery of the translation models (not used directly).
+
+    Args:
+        source_language, target_language: ``"en"``, ``"fr"`` or ``"zh"`` (selects
+            the tokenizer).
+        source_vocabulary_size, target_vocabulary_size: sizes of the vocabularies
+            (set with ``set_vocabularies`` or loaded from a preset's assets).
+        embedding_dim: size of the token embeddings. The output layer shares the
+            target embedding matrix (Press & Wolf 2017).
+        units: size of the recurrent states.
+        dropout: on embeddings and before the output layer, during training.
+        max_source_length: longer inputs are cut to this many tokens.
+        max_output_length: default decoding limit, in tokens.
+        length_penalty: alpha of the GNMT length normalisation in beam search.
+    """
+
+    def __init__(self, source_language, target_language, source_vocabulary_size,
+                 target_vocabulary_size, embedding_dim=256, units=256, dropout=0.2,
+                 max_source_length=64, max_output_length=64, length_penalty=0.6, **kwargs):
+        super().__init__(**kwargs)
+        for language in (source_language, target_language):
+            tokenizers._check_language(language)
+        self.source_language = source_language
+        self.target_language = target_language
+        self.source_vocabulary_size = source_vocabulary_size
+        self.target_vocabulary_size = target_vocabulary_size
+        self.embedding_dim = embedding_dim
+        self.units = units
+        self.dropout_rate = dropout
+        self.max_source_length = max_source_length
+        self.max_output_length = max_output_length
+        self.length_penalty = length_penalty
+        self.source_vocabulary = None
+        self.target_vocabulary = None
+        self._searches = {}
+
+        self.source_embedding = keras.layers.Embedding(
+            source_vocabulary_size, embedding_dim, mask_zero=True, name="source_embedding"
+        )
+        self.target_embedding = keras.layers.Embedding(
+            target_vocabulary_size, embedding_dim, name="target_embedding"
+        )
+        self.dropout = keras.layers.Dropout(dropout)
+        self.output_projection = keras.layers.Dense(
+            embedding_dim, activation="tanh", name="output_projection"
+        )
+
+    # -- construction ------------------------------------------------------------------
+    def build(self, input_shape=None):
+        """Create every weight from the config alone (no data needed)."""
+        if self.built:
+            return
+        self.source_embedding.build((None, None))
+        self.target_embedding.build((None, None))
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(self.target_vocabulary_size,), initializer="zeros"
+        )
+        self.build_encoder_decoder()
+        self.built = True
+
+    def build_encoder_decoder(self):
+        raise NotImplementedError
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "source_language": self.source_language,
+            "target_language": self.target_language,
+            "source_vocabulary_size": self.source_vocabulary_size,
+            "target_vocabulary_size": self.target_vocabulary_size,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "dropout": self.dropout_rate,
+            "max_source_length": self.max_source_length,
+            "max_output_length": self.max_output_length,
+            "length_penalty": self.length_penalty,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        model = cls(**config)
+        model.build()
+        return model
+
+    # -- vocabularies (preset assets) ----------------------------------------------------
+    def set_vocabularies(self, source, target):
+        for name, vocabulary, size in (
+            ("source", source, self.source_vocabulary_size),
+            ("target", target, self.target_vocabulary_size),
+        ):
+            if len(vocabulary) != size:
+                raise ValueError(
+                    f"The {name} vocabulary has {len(vocabulary)} tokens but the model was "
+                    f"built for {size}."
+                )
+        self.source_vocabulary, self.target_vocabulary = source, target
+
+    def save_assets(self, directory):
+        self._require_vocabularies()
+        self.source_vocabulary.save(f"{directory}/{SOURCE_VOCABULARY_FILE}")
+        self.target_vocabulary.save(f"{directory}/{TARGET_VOCABULARY_FILE}")
+
+    def load_assets(self, directory):
+        self.set_vocabularies(
+            Vocabulary.load(f"{directory}/{SOURCE_VOCABULARY_FILE}"),
+            Vocabulary.load(f"{directory}/{TARGET_VOCABULARY_FILE}"),
+        )
+
+    def _require_vocabularies(self):
+        if self.source_vocabulary is None or self.target_vocabulary is None:
+            raise ValueError(
+                "This model has no vocabularies; call set_vocabularies() or load a preset."
+            )
+
+    # -- text <-> ids ------------------------------------------------------------------------
+    def source_tokens(self, text):
+        return tokenizers.tokenize(text, self.source_language)[: self.max_source_length]
+
+    def encode_source(self, texts):
+        """Padded source ids ``[batch, longest]`` (int32) for a list of strings."""
+        self._require_vocabularies()
+        rows = [self.source_vocabulary.encode(self.source_tokens(t)) for t in texts]
+        return pad_batch(rows)
+
+    def encode_target(self, texts):
+        """(decoder inputs ``[START] y``, decoder targets ``y [END]``), padded, int32."""
+        self._require_vocabularies()
+        rows = [
+            self.target_vocabulary.encode(tokenizers.tokenize(t, self.target_language))
+            for t in texts
+        ]
+        return pad_batch([[START_ID] + r for r in rows]), pad_batch([r + [END_ID] for r in rows])
+
+    def decode_target(self, ids):
+        return tokenizers.detokenize(self.target_vocabulary.decode(ids), self.target_language)
+
+    # -- the network -----------------------------------------------------------------------
+    def logits(self, features, training=False):
+        """Deep output: tanh projection to the embedding size, then the tied embedding."""
+        hidden = self.dropout(self.output_projection(features), training=training)
+        return ops.matmul(hidden, ops.transpose(self.target_embedding.embeddings)) + self.output_bias
+
+    def encode(self, source_ids, training=False):
+        """The decoder's initial state (a dict of tensors, batch first)."""
+        raise NotImplementedError
+
+    def decode_step(self, tokens, state):
+        """One decoder step: ``(logits [N, V], new_state, attention [N, S] or None)``."""
+        raise NotImplementedError
+
+    def decode_teacher_forced(self, target_input_ids, state, training=False):
+        """Logits ``[B, T, V]`` for every position, given the reference prefix."""
+        raise NotImplementedError
+
+    def call(self, inputs, training=False):
+        source_ids, target_input_ids = inputs
+        state = self.encode(source_ids, training=training)
+        return self.decode_teacher_forced(target_input_ids, state, training=training)
+
+    # -- translation ---------------------------------------------------------------------
+    def _search(self, beam_size, max_length):
+        key = (beam_size, max_length)
+        if key not in self._searches:
+
+            @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)], autograph=False)
+            def search(source_ids):
+                state = self.encode(source_ids, training=False)
+                batch, source_length = tf.shape(source_ids)[0], tf.shape(source_ids)[1]
+                if beam_size == 1:
+                    return decoding.greedy_search(
+                        self.decode_step, state, batch, max_length, source_length
+                    )
+                return decoding.beam_search(
+                    self.decode_step, state, batch, max_length, beam_size,
+                    alpha=self.length_penalty, source_length=source_length,
+                )
+
+            self._searches[key] = search
+        return self._searches[key]
+
+    def _decode(self, texts, beam_size, max_length, batch_size):
+        """Yield ``(index, token ids, attention [L, S] or None, source ids)`` per text."""
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
+            raise ValueError(f"beam_size must be a positive integer; received {beam_size!r}.")
+        search = self._search(beam_size, max_length or self.max_output_length)
+        # Similar lengths together: less padding, and the batch stops sooner.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            source_ids = self.encode_source([texts[i] for i in chunk])
+            tokens, attention = search(tf.constant(source_ids))
+            tokens = tokens.numpy()
+            attention = None if attention is None else attention.numpy()
+            for row, index in enumerate(chunk):
+                yield index, tokens[row], None if attention is None else attention[row], source_ids[row]
+
+    def translate(self, texts, beam_size=1, max_length=None, return_attention=False,
+                  batch_size=64):
+        """Translate a list of strings.
+
+        Args:
+            texts: list of strings (a single string is treated as a list of one).
+            beam_size: 1 for greedy search, more for beam search.
+            max_length: most tokens to produce (default ``max_output_length``).
+            return_attention: also return, per text, an array
+                ``(target_tokens, source_tokens)`` of attention weights (the produced
+                tokens, without ``[END]``, against the source tokens).
+
+        Returns:
+            ``list[str]``, or ``(list[str], list[np.ndarray])`` with ``return_attention``.
+        """
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        if return_attention and not self.has_attention:
+            raise ValueError(
+                f"{type(self).__name__} has no attention (the decoder sees only the "
+                "encoder's final state)."
+            )
+        translations, attentions = [None] * len(texts), [None] * len(texts)
+        for index, ids, attention, source_ids in self._decode(texts, beam_size, max_length,
+                                                               batch_size):
+            translations[index] = self.decode_target(ids)
+            if return_attention:
+                produced = len(self.target_vocabulary.decode(ids))
+                attentions[index] = attention[:produced, : int(np.count_nonzero(source_ids))]
+        return (translations, attentions) if return_attention else translations
+
+    def align(self, text, beam_size=1, max_length=None):
+        """``(source tokens, translated tokens, attention [target, source])`` for one text."""
+        if not self.has_attention:
+            raise ValueError(f"{type(self).__name__} has no attention to show.")
+        ((_, ids, attention, _),) = self._decode([text], beam_size, max_length, 1)
+        source_tokens = self.source_tokens(text)
+        target_tokens = self.target_vocabulary.decode(ids)
+        return source_tokens, target_tokens, attention[: len(target_tokens), : len(source_tokens)]
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class AttentionSeq2Seq(Seq2Seq):
+    """RNNsearch (Bahdanau et al. 2014): bidirectional GRU encoder, additive attention.
+
+    Encoder: ``h_i = [h_i_forward; h_i_backward]`` from a bidirectional
+    ``zoo.layers.GRU``; decoder start ``s_0 = tanh(W_s h_1_backward)``.
+    Decoder step ``t``: ``c_t, a_t = BahdanauAttention(s_{t-1}, h)`` (keys ``U h_i``
+    projected once per sentence), ``s_t = GRUCell([E y_{t-1}; c_t], s_{t-1})``,
+    output from ``[s_t; c_t; E y_{t-1}]``.
+    """
+
+    has_attention = True
+
+    def __init__(self, *args, attention_units=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.attention_units = attention_units or self.units
+        self.encoder = keras.layers.Bidirectional(
+            zoo.layers.GRU(self.units, return_sequences=True, return_state=True), name="encoder"
+        )
+        self.bridge = keras.layers.Dense(self.units, activation="tanh", name="bridge")
+        self.attention = zoo.layers.BahdanauAttention(self.attention_units, name="attention")
+        self.decoder_cell = zoo.layers.GRUCell(self.units, name="decoder_cell")
+
+    def build_encoder_decoder(self):
+        e, u = self.embedding_dim, self.units
+        self.encoder.build((None, None, e))
+        self.bridge.build((None, u))
+        self.attention.build((None, u), (None, None, 2 * u))
+        self.decoder_cell.build((None, e + 2 * u))
+        self.output_projection.build((None, u + 2 * u + e))
+
+    def get_config(self):
+        return {**super().get_config(), "attention_units": self.attention_units}
+
+    def encode(self, source_ids, training=False):
+        mask = ops.not_equal(source_ids, PAD_ID)
+        embedded = self.dropout(self.source_embedding(source_ids), training=training)
+        memory, _, backward_state = self.encoder(embedded, mask=mask, training=training)
+        return {
+            "decoder": self.bridge(backward_state),
+            "memory": memory,
+            "keys": self.attention.project_keys(memory),
+            "mask": mask,
+        }
+
+    def _cell_step(self, embedded, state, training=False):
+        context, weights = self.attention(
+            state["decoder"], state["memory"], keys=state["keys"], memory_mask=state["mask"]
+        )
+        decoder_state, _ = self.decoder_cell(
+            ops.concatenate([embedded, context], axis=-1), [state["decoder"]], training=training
+        )
+        return decoder_state, context, weights
+
+    def decode_step(self, tokens, state):
+        embedded = self.target_embedding(tokens)
+        decoder_state, context, weights = self._cell_step(embedded, state)
+        logits = self.logits(ops.concatenate([decoder_state, context, embedded], axis=-1))
+        return logits, {**state, "decoder": decoder_state}, weights
+
+    def decode_teacher_forced(self, target_input_ids, state, training=False):
+        embedded = self.dropout(self.target_embedding(target_input_ids), training=training)
+
+        def step(embedded_t, states):
+            decoder_state, context, _ = self._cell_step(
+                embedded_t, {**state, "decoder": states[0]}, training=training
+            )
+            return ops.concatenate([decoder_state, context], axis=-1), [decoder_state]
+
+        _, outputs, _ = backend.rnn(step, embedded, [state["decoder"]])
+        return self.logits(ops.concatenate([outputs, embedded], axis=-1), training=training)
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class BottleneckSeq2Seq(Seq2Seq):
+    """The fixed-length-vector encoder-decoder (Sutskever et al. 2014), one LSTM layer each.
+
+    The encoder reads the source reversed (``go_backwards``; with right padding the
+    pads come first and are masked), and its final ``(h, c)`` starts the decoder,
+    which sees nothing else of the source. Output from ``[h_t; E y_{t-1}]``.
+    """
+
+    has_attention = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.encoder = zoo.layers.LSTM(self.units, go_backwards=True, return_state=True,
+                                       name="encoder")
+        self.decoder = zoo.layers.LSTM(self.units, return_sequences=True, return_state=True,
+                                       name="decoder")
+
+    def build_encoder_decoder(self):
+        e, u = self.embedding_dim, self.units
+        self.encoder.build((None, None, e))
+        self.decoder.build((None, None, e))
+        self.output_projection.build((None, u + e))
+
+    def encode(self, source_ids, training=False):
+        mask = ops.not_equal(source_ids, PAD_ID)
+        embedded = self.dropout(self.source_embedding(source_ids), training=training)
+        _, h, c = self.encoder(embedded, mask=mask, training=training)
+        return {"h": h, "c": c}
+
+    def decode_step(self, tokens, state):
+        embedded = self.target_embedding(tokens)
+        h, (_, c) = self.decoder.cell(embedded, [state["h"], state["c"]])
+        logits = self.logits(ops.concatenate([h, embedded], axis=-1))
+        return logits, {"h": h, "c": c}, None
+
+    def decode_teacher_forced(self, target_input_ids, state, training=False):
+        embedded = self.dropout(self.target_embedding(target_input_ids), training=training)
+        outputs, _, _ = self.decoder(
+            embedded, initial_state=[state["h"], state["c"]], training=training
+        )
+        return self.logits(ops.concatenate([outputs, embedded], axis=-1), training=training)

@@ -1,0 +1,79 @@
+"""Vocabularies: token <-> id, with reserved ids for padding, unknown, start and end."""
+
+import collections
+
+import numpy as np
+
+PAD, OOV, START, END = "[PAD]", "[UNK]", "[START]", "[END]"
+SPECIAL_TOKENS = (PAD, OOV, START, END)
+PAD_ID, OOV_ID, START_ID, END_ID = range(4)
+
+
+class Vocabulary:
+    """An ordered token list; ids 0-3 are ``[PAD] [UNK] [START] [END]``.
+
+    Stored as a text file, one token per line, in id order.
+    """
+
+    def __init__(self, tokens):
+        tokens = list(tokens)
+        if tuple(tokens[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
+            tokens = list(SPECIAL_TOKENS) + [t for t in tokens if t not in SPECIAL_TOKENS]
+        if len(set(tokens)) != len(tokens):
+            raise ValueError("A vocabulary cannot contain the same token twice.")
+        self.tokens = tokens
+        self._ids = {token: index for index, token in enumerate(tokens)}
+
+    @classmethod
+    def build(cls, tokenized_texts, min_count=2, max_size=None):
+        """Tokens seen at least ``min_count`` times, most frequent first (ties by token)."""
+        counts = collections.Counter(t for tokens in tokenized_texts for t in tokens)
+        ranked = sorted(
+            (token for token, count in counts.items() if count >= min_count),
+            key=lambda token: (-counts[token], token),
+        )
+        if max_size is not None:
+            ranked = ranked[: max_size - len(SPECIAL_TOKENS)]
+        return cls(ranked)
+
+    def __len__(self):
+        return len(self.tokens)
+
+    def __eq__(self, other):
+        return isinstance(other, Vocabulary) and self.tokens == other.tokens
+
+    def encode(self, tokens):
+        return [self._ids.get(token, OOV_ID) for token in tokens]
+
+    def decode(self, ids):
+        """Tokens for ids, stopping at ``[END]`` and skipping ``[PAD]``/``[START]``."""
+        tokens = []
+        for index in ids:
+            index = int(index)
+            if index == END_ID:
+                break
+            if index in (PAD_ID, START_ID):
+                continue
+            tokens.append(self.tokens[index] if 0 <= index < len(self.tokens) else OOV)
+        return tokens
+
+    def save(self, path):
+        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write("\n".join(self.tokens) + "\n")
+
+    @classmethod
+    def load(cls, path):
+        with open(path, encoding="utf-8", newline="\n") as handle:
+            tokens = handle.read().split("\n")
+        if tokens and tokens[-1] == "":
+            tokens.pop()
+        return cls(tokens)
+
+
+def pad_batch(rows):
+    """Right-pad lists of ids with ``[PAD]`` into one int32 array (at least 1 column)."""
+    longest = max([len(r) for r in rows] + [1])
+    padded = np.full((len(rows), longest), PAD_ID, np.int32)
+    for i, row in enumerate(rows):
+        padded[i, : len(row)] = row
+    return padded

@@ -1,0 +1,335 @@
+"""The shared training loop: a recipe (hyper-parameters as data) in, a preset out.
+
+A recipe is a JSON file in ``training/recipes/`` (or any path). ``train(recipe)``
+reads the corpus, splits it, builds the vocabularies from the training split only,
+fits the model with Keras (progress bars, TensorBoard logs, early stopping on the
+validation loss with the best weights restored), scores the result on the test
+split, and writes the preset with its metadata and model card.
+"""
+
+import json
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import zoo.models
+from zoo import evaluation, presets
+from zoo.data import tatoeba
+from zoo.text import END_ID, START_ID, Vocabulary, tokenize
+from zoo.text.vocabulary import pad_batch
+
+RECIPES_DIR = Path(__file__).resolve().parent.parent / "training" / "recipes"
+
+
+def load_recipe(name_or_path):
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = RECIPES_DIR / f"{name_or_path}.json"
+    if not path.is_file():
+        known = sorted(p.stem for p in RECIPES_DIR.glob("*.json"))
+        raise FileNotFoundError(
+            f"Recipe {str(name_or_path)!r} not found. Known recipes: {', '.join(known) or 'none'}."
+        )
+    recipe = json.loads(path.read_text(encoding="utf-8"))
+    recipe.setdefault("name", path.stem)
+    return recipe
+
+
+# -- data ----------------------------------------------------------------------------
+
+
+def pair_sides(pairs, source_language):
+    """(sources, targets) as strings: English is the source when source_language is 'en'."""
+    english_is_source = source_language == "en"
+    sources = [p.english if english_is_source else p.other for p in pairs]
+    targets = [p.other if english_is_source else p.english for p in pairs]
+    return sources, targets
+
+
+def read_splits(recipe, data_file=None, data_dir=None):
+    pairs = tatoeba.read_pairs(data_file) if data_file else tatoeba.load(recipe["corpus"], data_dir)
+    return {
+        name: pair_sides(subset, recipe["source_language"])
+        for name, subset in tatoeba.split(pairs).items()
+    }
+
+
+def _ids(model, sources, targets):
+    source_rows = [model.source_vocabulary.encode(model.source_tokens(s)) for s in sources]
+    target_rows = [
+        model.target_vocabulary.encode(tokenize(t, model.target_language)) for t in targets
+    ]
+    return source_rows, target_rows
+
+
+def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, seed=0):
+    """Batches ``((source, [START] target), target [END])``, bucketed by length."""
+    source_rows, target_rows = _ids(model, sources, targets)
+    keep = [
+        i for i in range(len(source_rows))
+        if source_rows[i] and (max_tokens is None or max(len(source_rows[i]), len(target_rows[i])) <= max_tokens)
+    ]
+    # Sorting by length inside shuffled chunks keeps padding low without making
+    # every epoch see the batches in the same order.
+    rng = np.random.default_rng(seed)
+    order = np.array(keep)
+    if shuffle:
+        order = rng.permutation(order)
+    chunk = batch_size * 50
+    batches = []
+    for start in range(0, len(order), chunk):
+        part = sorted(order[start : start + chunk], key=lambda i: len(target_rows[i]))
+        batches += [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
+
+    def generate():
+        # A new batch order on every pass (every epoch) when shuffling.
+        order = rng.permutation(len(batches)) if shuffle else range(len(batches))
+        for batch in (batches[i] for i in order):
+            sources_ids = pad_batch([source_rows[i] for i in batch])
+            decoder_in = pad_batch([[START_ID] + target_rows[i] for i in batch])
+            decoder_out = pad_batch([target_rows[i] + [END_ID] for i in batch])
+            yield (sources_ids, decoder_in), decoder_out
+
+    spec = tf.TensorSpec([None, None], tf.int32)
+    dataset = tf.data.Dataset.from_generator(generate, output_signature=((spec, spec), spec))
+    return dataset.prefetch(2), len(batches)
+
+
+def tsv_dataset(model, path, batch_size=64, shuffle=True):
+    """A ``fit``-ready dataset from a TSV of pairs (English first), in the model's direction.
+
+    The model's vocabularies are kept: words it does not know become ``[UNK]``.
+    """
+    sources, targets = pair_sides(tatoeba.read_pairs(path), model.source_language)
+    dataset, _ = make_dataset(model, sources, targets, batch_size, shuffle=shuffle)
+    return dataset
+
+
+# -- model -----------------------------------------------------------------------------
+
+
+def build_model(recipe, source_vocabulary, target_vocabulary):
+    model_class = getattr(zoo.models, recipe["model"])
+    model = model_class(
+        recipe["source_language"],
+        recipe["target_language"],
+        len(source_vocabulary),
+        len(target_vocabulary),
+        **recipe.get("model_config", {}),
+    )
+    model.build()
+    model.set_vocabularies(source_vocabulary, target_vocabulary)
+    return model
+
+
+def compile_for_training(model, learning_rate=1e-3, clipnorm=1.0):
+    """Adam and the masked loss: padding positions (id 0) do not count."""
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate, clipnorm=clipnorm),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+    )
+    return model
+
+
+# -- evaluation ----------------------------------------------------------------------------
+
+
+def score_translations(model, sources, references, beam_size=1):
+    hypotheses = model.translate(sources, beam_size=beam_size)
+    target = model.target_language
+    return {
+        "bleu": evaluation.bleu(hypotheses, references, target),
+        "chrf": evaluation.chrf(hypotheses, references),
+        "bleu_by_source_length": evaluation.bleu_by_source_length(
+            sources, hypotheses, references, model.source_language, target
+        ),
+    }, hypotheses
+
+
+def choose_length_penalty(model, sources, references, candidates=(0.0, 0.6, 1.0), beam_size=5):
+    """The GNMT alpha that scores best on the validation split (never the test split)."""
+    results = {}
+    for alpha in candidates:
+        model.length_penalty = alpha
+        model._searches.clear()
+        hypotheses = model.translate(sources, beam_size=beam_size)
+        results[alpha] = evaluation.bleu(hypotheses, references, model.target_language)["score"]
+    model.length_penalty = max(results, key=results.get)
+    model._searches.clear()
+    return results
+
+
+# -- the loop --------------------------------------------------------------------------------
+
+
+def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_dir=None,
+          command=None, printer=print):
+    """Train a translation preset from a recipe; returns the preset directory."""
+    started = time.time()
+    splits = read_splits(recipe, data_file, data_dir)
+    train_sources, train_targets = splits["train"]
+    vocabulary_config = recipe.get("vocabulary", {})
+    source_vocabulary = Vocabulary.build(
+        [tokenize(s, recipe["source_language"]) for s in train_sources],
+        min_count=vocabulary_config.get("min_count", 2),
+    )
+    target_vocabulary = Vocabulary.build(
+        [tokenize(t, recipe["target_language"]) for t in train_targets],
+        min_count=vocabulary_config.get("min_count", 2),
+    )
+    keras.utils.set_random_seed(recipe.get("seed", 0))
+    model = build_model(recipe, source_vocabulary, target_vocabulary)
+    compile_for_training(model, recipe.get("learning_rate", 1e-3))
+    printer(
+        f"{recipe['name']}: {len(train_sources)} training pairs, vocabularies "
+        f"{len(source_vocabulary)} / {len(target_vocabulary)}, {model.count_params():,} parameters"
+    )
+    batch_size = recipe.get("batch_size", 64)
+    train_data, steps = make_dataset(
+        model, train_sources, train_targets, batch_size, shuffle=True,
+        max_tokens=recipe.get("max_train_tokens"), seed=recipe.get("seed", 0),
+    )
+    validation_data, _ = make_dataset(model, *splits["validation"], batch_size, shuffle=False)
+    out_dir = Path(out_dir or presets.presets_root() / recipe["name"])
+    log_dir = Path(log_dir or Path("runs") / recipe["name"])
+    early_stopping = keras.callbacks.EarlyStopping(
+        monitor="val_loss", patience=recipe.get("patience", 3), restore_best_weights=True
+    )
+    callbacks = [
+        early_stopping,
+        keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=1),
+        keras.callbacks.TensorBoard(log_dir=str(log_dir)),
+    ]
+    history = model.fit(
+        train_data.repeat(), steps_per_epoch=steps, validation_data=validation_data,
+        epochs=epochs or recipe.get("epochs", 30), callbacks=callbacks, verbose=2,
+        shuffle=False,  # the dataset shuffles itself
+    )
+    training_seconds = time.time() - started
+    val_losses = history.history["val_loss"]
+    best_epoch = int(np.argmin(val_losses)) + 1
+
+    alpha_results = choose_length_penalty(model, *splits["validation"])
+    printer(f"length penalty on validation BLEU: {alpha_results} -> {model.length_penalty}")
+    validation_bleu = {
+        "greedy": evaluation.bleu(
+            model.translate(splits["validation"][0]), splits["validation"][1],
+            recipe["target_language"])["score"],
+        "beam5": alpha_results[model.length_penalty],
+    }
+
+    metadata = {
+        "task": "translation",
+        "description": recipe.get("description", ""),
+        "architecture": recipe["model"],
+        "source_language": recipe["source_language"],
+        "target_language": recipe["target_language"],
+        "data": _data_description(recipe, data_file, splits),
+        "vocabulary": {"source": len(source_vocabulary), "target": len(target_vocabulary),
+                       "min_count": vocabulary_config.get("min_count", 2)},
+        "training": {
+            "recipe": recipe,
+            "command": command or "zoo train " + recipe["name"],
+            "epochs_run": len(val_losses),
+            "best_epoch": best_epoch,
+            "best_val_loss": round(float(min(val_losses)), 4),
+            "wall_time_seconds": round(training_seconds),
+            "machine": f"{platform.machine()}, {_cpu_count()} CPU cores, {platform.system()}; "
+                       f"TensorFlow {tf.__version__}, Keras {keras.__version__}; "
+                       f"{'GPU' if tf.config.list_physical_devices('GPU') else 'no GPU'}",
+        },
+        "validation_bleu": validation_bleu,
+        "weights_dtype": recipe.get("weights_dtype", "float32"),
+    }
+    weights_dtype = metadata["weights_dtype"]
+    directory = presets.save(model, out_dir, metadata=metadata, weights_dtype=weights_dtype)
+    # Score what ships: the preset as loaded back from disk.
+    shipped = presets.load(directory)
+    metadata = presets.describe(directory)
+    test_sources, test_references = splits["test"]
+    metrics = {}
+    for name, beam in (("greedy", 1), ("beam5", 5)):
+        result, _ = score_translations(shipped, test_sources, test_references, beam_size=beam)
+        metrics[name] = result
+        printer(f"test {name}: BLEU {result['bleu']['score']} chrF {result['chrf']['score']}")
+    metadata["test"] = {"sentences": len(test_sources), **metrics}
+    metadata["headline"] = (
+        f"test BLEU {metrics['beam5']['bleu']['score']} (beam 5), "
+        f"{metrics['greedy']['bleu']['score']} (greedy)"
+    )
+    presets.save(shipped, directory, metadata=metadata, card=model_card(metadata),
+                 weights_dtype=weights_dtype)
+    return directory
+
+
+def _cpu_count():
+    import os
+
+    return os.cpu_count()
+
+
+def _data_description(recipe, data_file, splits):
+    if data_file:
+        source = {"file": str(data_file), "sha256": presets.sha256(data_file)}
+    else:
+        info = tatoeba.CORPORA[recipe["corpus"]]
+        source = {"file": f"tatoeba/{info['file']}", "url": info["url"], "sha256": info["sha256"],
+                  "licence": "CC-BY 2.0 (France), Tatoeba contributors"}
+    return {
+        **source,
+        "split": "groups of pairs sharing a sentence on either side, 90/5/5 by hash "
+                 "(zoo.data.tatoeba.split)",
+        "pairs": {name: len(sides[0]) for name, sides in splits.items()},
+    }
+
+
+def model_card(metadata):
+    test, training = metadata["test"], metadata["training"]
+    lines = [
+        f"# {metadata['name']}",
+        "",
+        metadata.get("description", ""),
+        "",
+        f"Architecture: `{metadata['architecture']}`, {metadata['parameters']:,} parameters; "
+        f"{metadata['source_language']} -> {metadata['target_language']}.",
+        "",
+        f"## Test scores ({test['sentences']} sentences never seen in training)",
+        "",
+        "| decoding | BLEU | chrF |",
+        "|---|---|---|",
+    ]
+    for name in ("greedy", "beam5"):
+        lines.append(f"| {name} | {test[name]['bleu']['score']} | {test[name]['chrf']['score']} |")
+    lines += ["", f"BLEU signature: `{test['beam5']['bleu']['signature']}`",
+              f"chrF signature: `{test['beam5']['chrf']['signature']}`", "",
+              "BLEU by source length (beam 5):", "", "| source tokens | sentences | BLEU |",
+              "|---|---|---|"]
+    for bucket, values in test["beam5"]["bleu_by_source_length"].items():
+        lines.append(f"| {bucket} | {values['sentences']} | {values['bleu']} |")
+    lines += [
+        "",
+        "## Training",
+        "",
+        f"- command: `{training['command']}`",
+        f"- data: {metadata['data']['file']} ({metadata['data']['pairs']})",
+        f"- epochs: {training['epochs_run']} (best {training['best_epoch']}), wall time "
+        f"{training['wall_time_seconds'] / 60:.0f} min on {training['machine']}",
+        f"- weights stored as {metadata['weights_dtype']}; file size "
+        f"{metadata.get('size_bytes', 0) / 1e6:.1f} MB",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main_command(argv):
+    return " ".join(["zoo", "train"] + [shlex.quote(a) for a in argv])
+
+
+if __name__ == "__main__":
+    train(load_recipe(sys.argv[1]))
