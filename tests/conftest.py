@@ -17,3 +17,57 @@ def _seed():
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+# -- a toy translation corpus and models that learn it by heart ------------------------
+
+SOURCES = ["我读了一本书。", "你好。", "他很高兴。", "我很高兴。", "他读了一本书。", "你读书。"]
+TARGETS = ["I read a book.", "Hello.", "He is happy.", "I am happy.", "He read a book.",
+           "You read."]
+
+
+def _model_classes():
+    from zoo.models import AttentionSeq2Seq, BottleneckSeq2Seq
+
+    return {"attention": AttentionSeq2Seq, "bottleneck": BottleneckSeq2Seq}
+
+
+MODELS = _model_classes()
+
+
+def tiny_translator(model_class, units=16):
+    from zoo.text import Vocabulary, tokenize
+
+    source = Vocabulary.build([tokenize(t, "zh") for t in SOURCES], min_count=1)
+    target = Vocabulary.build([tokenize(t, "en") for t in TARGETS], min_count=1)
+    model = model_class("zh", "en", len(source), len(target), embedding_dim=12, units=units,
+                        dropout=0.0, max_output_length=12)
+    model.build()
+    model.set_vocabularies(source, target)
+    return model
+
+
+@pytest.fixture(scope="session")
+def toy_translators():
+    """Both tiny models, fitted until they reproduce the toy corpus."""
+    from zoo import training
+
+    models = {}
+    for name, model_class in MODELS.items():
+        keras.utils.set_random_seed(0)
+        model = tiny_translator(model_class, units=32)
+        training.compile_for_training(model, learning_rate=0.05)
+        source_ids = model.encode_source(SOURCES)
+        decoder_in, decoder_out = model.encode_target(TARGETS)
+        model.fit((source_ids, decoder_in), decoder_out, epochs=150, verbose=0)
+        models[name] = model
+    return models
+
+
+@pytest.fixture(scope="session")
+def toy_preset(toy_translators, tmp_path_factory):
+    """The toy attention model saved as a preset directory."""
+    from zoo import presets
+
+    directory = tmp_path_factory.mktemp("presets") / "toy_zh_en"
+    return presets.save(toy_translators["attention"], directory, metadata={"task": "translation"})

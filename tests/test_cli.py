@@ -58,3 +58,48 @@ def test_layer_benchmark_reports_both_layers_with_ratios():
     assert lines[2].split() == ["layer", "mode", "zoo", "seq/s", "keras", "seq/s", "zoo/keras",
                                 "zoo", "GFLOP/s", "of", "matmul"]
     assert len(lines) == 7
+
+
+def _zoo(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "zoo", *map(str, args)], input=stdin,
+                          capture_output=True, text=True)
+
+
+def test_translate_arguments_and_stdin(toy_preset):
+    result = _zoo("translate", toy_preset, "我读了一本书。", "你好。")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "I read a book.\nHello.\n"
+    assert result.stderr == ""
+    result = _zoo("translate", toy_preset, "--beam", "3", stdin="他很高兴。\n你读书。\n")
+    assert result.stdout == "He is happy.\nYou read.\n"
+
+
+def test_attention_plot(toy_preset, tmp_path):
+    import matplotlib.image
+
+    out = tmp_path / "plot.png"
+    result = _zoo("attention", toy_preset, "我读了一本书。", "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["I read a book.", f"attention heatmap written to {out}"]
+    height, width, _ = matplotlib.image.imread(out).shape
+    assert width > 300 and height > 200
+
+
+def test_evaluate_json_last_line(toy_preset, tmp_path):
+    import json
+
+    data = tmp_path / "pairs.tsv"
+    data.write_text("I read a book.\t我读了一本书。\tattribution\nHello.\t你好。\n", encoding="utf-8")
+    result = _zoo("evaluate", toy_preset, "--data", data, "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["metric"] == "bleu" and report["examples"] == 2
+    assert report["value"] == 100.0 and report["chrf"] == 100.0
+
+
+def test_evaluate_empty_file_is_a_clear_error(toy_preset, tmp_path):
+    data = tmp_path / "empty.tsv"
+    data.write_text("")
+    result = _zoo("evaluate", toy_preset, "--data", data)
+    assert result.returncode == 2
+    assert result.stderr == f"zoo: error: {data} holds no sentence pairs.\n"

@@ -1,43 +1,18 @@
 """Translation models: training and inference paths agree, they learn, they save."""
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo import presets, training
-from zoo.models import AttentionSeq2Seq, BottleneckSeq2Seq
-from zoo.text import Vocabulary, tokenize
-
-SOURCES = ["我读了一本书。", "你好。", "他很高兴。", "我很高兴。", "他读了一本书。", "你读书。"]
-TARGETS = ["I read a book.", "Hello.", "He is happy.", "I am happy.", "He read a book.",
-           "You read."]
-MODELS = {"attention": AttentionSeq2Seq, "bottleneck": BottleneckSeq2Seq}
-
-
-def _tiny(model_class, units=16):
-    source = Vocabulary.build([tokenize(t, "zh") for t in SOURCES], min_count=1)
-    target = Vocabulary.build([tokenize(t, "en") for t in TARGETS], min_count=1)
-    model = model_class("zh", "en", len(source), len(target), embedding_dim=12, units=units,
-                        dropout=0.0, max_output_length=12)
-    model.build()
-    model.set_vocabularies(source, target)
-    return model
+from conftest import MODELS, SOURCES, TARGETS, tiny_translator as _tiny
+from zoo import presets
+from zoo.models import AttentionSeq2Seq
+from zoo.text import Vocabulary
 
 
 @pytest.fixture(scope="module")
-def trained():
-    """Both tiny models fitted until they reproduce the toy corpus."""
-    models = {}
-    for name, model_class in MODELS.items():
-        keras.utils.set_random_seed(0)
-        model = _tiny(model_class, units=32)
-        training.compile_for_training(model, learning_rate=0.05)
-        source_ids = model.encode_source(SOURCES)
-        decoder_in, decoder_out = model.encode_target(TARGETS)
-        model.fit((source_ids, decoder_in), decoder_out, epochs=150, verbose=0)
-        models[name] = model
-    return models
+def trained(toy_translators):
+    return toy_translators
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

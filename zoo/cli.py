@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import shlex
 import sys
 
 
@@ -108,10 +109,10 @@ def _command_train(args):
     from zoo import training
 
     recipe = training.load_recipe(args.recipe)
-    command = "zoo train " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else None
+    command = "zoo " + shlex.join(args.argv)
     directory = training.train(
         recipe, out_dir=args.out, epochs=args.epochs, data_file=args.data,
-        data_dir=args.data_dir, log_dir=args.log_dir, command=command,
+        data_dir=args.data_dir, log_dir=args.log_dir, command=command, tfds_name=args.tfds,
     )
     print(f"preset written to {directory}")
     return 0
@@ -161,6 +162,8 @@ def build_parser():
     train.add_argument("--epochs", type=int, help="most epochs (early stopping may end sooner)")
     train.add_argument("--out", help="preset directory to write (default saved_models/NAME)")
     train.add_argument("--data", help="a TSV of pairs (English, other language) instead of the corpus")
+    train.add_argument("--tfds", metavar="NAME",
+                       help="a tensorflow-datasets translation corpus, e.g. ted_hrlr_translate/pt_to_en")
     train.add_argument("--data-dir", help="folder holding tatoeba/ (default $ZOO_DATA_DIR or ../shared/data)")
     train.add_argument("--log-dir", help="TensorBoard log folder (default runs/NAME)")
     train.set_defaults(run=_command_train)
@@ -178,7 +181,9 @@ _COMMANDS_WITHOUT_TENSORFLOW = {"list", "info"}
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
     if args.command not in _COMMANDS_WITHOUT_TENSORFLOW:
         from zoo._startup import import_tensorflow_quietly
 

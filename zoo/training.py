@@ -9,8 +9,6 @@ split, and writes the preset with its metadata and model card.
 
 import json
 import platform
-import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -53,11 +51,30 @@ def pair_sides(pairs, source_language):
 
 
 def read_splits(recipe, data_file=None, data_dir=None):
+    """Train/validation/test (sources, targets) from the recipe's corpus or a user's TSV."""
     pairs = tatoeba.read_pairs(data_file) if data_file else tatoeba.load(recipe["corpus"], data_dir)
     return {
         name: pair_sides(subset, recipe["source_language"])
         for name, subset in tatoeba.split(pairs).items()
     }
+
+
+def read_tfds_splits(dataset_name):
+    """Splits and languages of a tensorflow-datasets translation corpus.
+
+    The dataset's supervised keys give the direction (``ted_hrlr_translate/pt_to_en``:
+    Portuguese to English). Its own train/validation/test splits are used.
+    """
+    import tensorflow_datasets as tfds
+
+    builder = tfds.builder(dataset_name)
+    source_key, target_key = builder.info.supervised_keys
+    splits = {}
+    for ours, theirs in (("train", "train"), ("validation", "validation"), ("test", "test")):
+        dataset = tfds.load(dataset_name, split=theirs, as_supervised=True)
+        pairs = [(s.decode("utf-8"), t.decode("utf-8")) for s, t in tfds.as_numpy(dataset)]
+        splits[ours] = ([s for s, _ in pairs], [t for _, t in pairs])
+    return splits, source_key, target_key
 
 
 def _ids(model, sources, targets):
@@ -98,6 +115,8 @@ def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, 
 
     spec = tf.TensorSpec([None, None], tf.int32)
     dataset = tf.data.Dataset.from_generator(generate, output_signature=((spec, spec), spec))
+    # A known length lets Keras show progress and end validation cleanly.
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(len(batches)))
     return dataset.prefetch(2), len(batches)
 
 
@@ -169,10 +188,22 @@ def choose_length_penalty(model, sources, references, candidates=(0.0, 0.6, 1.0)
 
 
 def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_dir=None,
-          command=None, printer=print):
-    """Train a translation preset from a recipe; returns the preset directory."""
+          command=None, tfds_name=None, printer=print):
+    """Train a translation preset from a recipe; returns the preset directory.
+
+    By default on the recipe's corpus into ``saved_models/NAME``; with ``data_file``
+    (a TSV of pairs) or ``tfds_name`` (a tensorflow-datasets translation corpus) the
+    same architecture is trained on other data and ``out_dir`` is required.
+    """
     started = time.time()
-    splits = read_splits(recipe, data_file, data_dir)
+    if (data_file or tfds_name) and not out_dir:
+        raise ValueError("Training on other data needs an output directory (--out DIR).")
+    if tfds_name:
+        splits, source_language, target_language = read_tfds_splits(tfds_name)
+        recipe = dict(recipe, source_language=source_language, target_language=target_language,
+                      corpus=f"tfds:{tfds_name}")
+    else:
+        splits = read_splits(recipe, data_file, data_dir)
     train_sources, train_targets = splits["train"]
     vocabulary_config = recipe.get("vocabulary", {})
     source_vocabulary = Vocabulary.build(
@@ -275,16 +306,18 @@ def _cpu_count():
 
 
 def _data_description(recipe, data_file, splits):
-    if data_file:
+    if recipe["corpus"].startswith("tfds:"):
+        source = {"file": recipe["corpus"], "split": "the dataset's own splits"}
+    elif data_file:
         source = {"file": str(data_file), "sha256": presets.sha256(data_file)}
     else:
         info = tatoeba.CORPORA[recipe["corpus"]]
         source = {"file": f"tatoeba/{info['file']}", "url": info["url"], "sha256": info["sha256"],
                   "licence": "CC-BY 2.0 (France), Tatoeba contributors"}
     return {
-        **source,
         "split": "groups of pairs sharing a sentence on either side, 90/5/5 by hash "
                  "(zoo.data.tatoeba.split)",
+        **source,
         "pairs": {name: len(sides[0]) for name, sides in splits.items()},
     }
 
@@ -327,9 +360,3 @@ def model_card(metadata):
     return "\n".join(lines)
 
 
-def main_command(argv):
-    return " ".join(["zoo", "train"] + [shlex.quote(a) for a in argv])
-
-
-if __name__ == "__main__":
-    train(load_recipe(sys.argv[1]))

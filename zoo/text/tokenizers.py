@@ -59,6 +59,12 @@ DETOKENIZE_RULES = {
     ],
 }
 
+# Other languages written with spaces between words take the English rules
+# (used when training on a tensorflow-datasets corpus such as ted_hrlr_translate).
+for _language in ("de", "es", "it", "pt", "ru"):
+    RULES[_language] = RULES["en"]
+    DETOKENIZE_RULES[_language] = DETOKENIZE_RULES["en"]
+
 LANGUAGES = tuple(RULES)
 
 

@@ -1,0 +1,86 @@
+"""The training loop: a recipe and data in, a scored preset out."""
+
+import json
+
+import pytest
+
+import zoo
+from zoo import training
+from zoo.cli import main
+
+TINY = {
+    "description": "tiny test model",
+    "model": "AttentionSeq2Seq",
+    "corpus": "fra",
+    "source_language": "en",
+    "target_language": "fr",
+    "model_config": {"embedding_dim": 8, "units": 8, "max_output_length": 8},
+    "vocabulary": {"min_count": 1},
+    "batch_size": 8,
+    "epochs": 2,
+}
+
+PAIRS = [("Hello.", "Bonjour."), ("Thanks.", "Merci."), ("I see.", "Je vois."),
+         ("Come here.", "Viens ici."), ("Good night.", "Bonne nuit."), ("I'm here.", "Je suis là.")]
+
+
+@pytest.fixture
+def recipe_file(tmp_path):
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(TINY))
+    return path
+
+
+@pytest.fixture
+def pairs_file(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    # Enough distinct pairs that every split gets some.
+    lines = [f"{en} ({i})\t{fr} ({i})" for i in range(12) for en, fr in PAIRS]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_train_on_a_users_tsv_writes_a_scored_preset(recipe_file, pairs_file, tmp_path):
+    out = tmp_path / "mine"
+    code = main(["train", str(recipe_file), "--data", str(pairs_file), "--out", str(out),
+                 "--epochs", "1", "--log-dir", str(tmp_path / "logs")])
+    assert code == 0
+    metadata = zoo.describe(out)
+    assert metadata["training"]["command"] == (
+        f"zoo train {recipe_file} --data {pairs_file} --out {out} --epochs 1 "
+        f"--log-dir {tmp_path / 'logs'}")
+    assert metadata["training"]["epochs_run"] == 1
+    assert metadata["data"]["file"] == str(pairs_file)
+    assert sum(metadata["data"]["pairs"].values()) == 72
+    for decoding in ("greedy", "beam5"):
+        assert set(metadata["test"][decoding]) == {"bleu", "chrf", "bleu_by_source_length"}
+        assert metadata["test"][decoding]["bleu"]["signature"].startswith("nrefs:1|case:mixed")
+    assert (out / "README.md").read_text().startswith("# mine\n")
+    assert list((tmp_path / "logs" / "train").iterdir())  # TensorBoard events
+    assert isinstance(zoo.load(out).translate(["Hello."])[0], str)
+
+
+def test_other_data_needs_an_output_directory(recipe_file, pairs_file, capsys):
+    assert main(["train", str(recipe_file), "--data", str(pairs_file)]) == 2
+    assert capsys.readouterr().err == (
+        "zoo: error: Training on other data needs an output directory (--out DIR).\n")
+
+
+def test_unknown_recipe_lists_the_known_ones(capsys):
+    assert main(["train", "no_such_recipe"]) == 2
+    assert "Recipe 'no_such_recipe' not found. Known recipes: gru_bahdanau_cmn_en" in \
+        capsys.readouterr().err
+
+
+def test_train_on_a_tensorflow_datasets_corpus(recipe_file, tmp_path):
+    import tensorflow_datasets as tfds
+
+    out = tmp_path / "pt_en"
+    with tfds.testing.mock_data(num_examples=16):
+        directory = training.train(training.load_recipe(recipe_file), out_dir=out, epochs=1,
+                                   tfds_name="ted_hrlr_translate/pt_to_en",
+                                   log_dir=tmp_path / "logs")
+    metadata = zoo.describe(directory)
+    assert (metadata["source_language"], metadata["target_language"]) == ("pt", "en")
+    assert metadata["data"]["file"] == "tfds:ted_hrlr_translate/pt_to_en"
+    assert metadata["data"]["pairs"] == {"train": 16, "validation": 16, "test": 16}
