@@ -39,8 +39,12 @@ def test_unicode_spaces_and_curly_apostrophes_are_normalised():
 
 
 def test_unknown_language_is_refused():
-    with pytest.raises(ValueError, match="Unsupported language 'de'; supported: en, fr, zh"):
-        tokenize("Hallo", "de")
+    with pytest.raises(ValueError, match="Unsupported language 'ja'; supported: en, fr, zh, de"):
+        tokenize("こんにちは", "ja")
+
+
+def test_other_space_separated_languages_use_the_word_rules():
+    assert tokenize("Olá, tudo bem?", "pt") == ["Olá", ",", "tudo", "bem", "?"]
 
 
 def _corpus_sample(corpus, count=400):
