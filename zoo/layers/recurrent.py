@@ -148,26 +148,30 @@ class _ProjectedInputRNN(keras.layers.RNN):
 
     def _fused_loop(self, kind, recurrent_bias, sequences, initial_state, mask, training):
         time_major = ops.transpose(sequences, (1, 0, 2))
-        projected = self.cell.project_inputs(time_major, training=training, time_major=True)
         if mask is not None:
             mask = ops.transpose(mask, (1, 0))
         if self.go_backwards:
             # Keras returns the outputs of a backward layer in processing order.
-            projected = ops.flip(projected, axis=0)
+            time_major = ops.flip(time_major, axis=0)
             mask = None if mask is None else ops.flip(mask, axis=0)
-        outputs, last_output, states = sequence_kernels.run_recurrence(
-            kind,
-            projected,
-            list(initial_state),
-            # Read the variables out here: the custom gradient sees plain tensors.
-            tf.identity(self.cell.recurrent_kernel),
-            None if recurrent_bias is None else tf.identity(recurrent_bias),
-            mask=mask,
-            zero_output_for_mask=self.zero_output_for_mask,
-            # Inference skips recording the history the backward pass needs.
-            differentiable=bool(training),
-            return_sequences=self.return_sequences,
-        )
+        # Read the variables out here: the loops see plain tensors.
+        recurrent_kernel = tf.identity(self.cell.recurrent_kernel)
+        recurrent_bias = None if recurrent_bias is None else tf.identity(recurrent_bias)
+        if training:
+            projected = self.cell.project_inputs(time_major, training=True, time_major=True)
+            outputs, last_output, states = sequence_kernels.run_recurrence(
+                kind, projected, list(initial_state), recurrent_kernel, recurrent_bias,
+                mask=mask, zero_output_for_mask=self.zero_output_for_mask,
+            )
+        else:
+            input_bias = self.cell._input_bias() if self.cell.use_bias else None
+            outputs, last_output, states = sequence_kernels.run_inference(
+                kind, time_major, tf.identity(self.cell.kernel),
+                None if input_bias is None else tf.identity(input_bias),
+                recurrent_kernel, recurrent_bias, list(initial_state), mask=mask,
+                zero_output_for_mask=self.zero_output_for_mask,
+                return_sequences=self.return_sequences,
+            )
         if self.return_sequences:
             outputs = ops.transpose(outputs, (1, 0, 2))
         else:
