@@ -314,3 +314,20 @@ def test_config_round_trip_and_keras_file(name, tmp_path, rng):
     reloaded = keras.saving.load_model(path)
     for a, b in zip(tf.nest.flatten(model(inputs)), tf.nest.flatten(reloaded(inputs))):
         np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", CASES[:4], ids=_case_id)
+@pytest.mark.parametrize("training", [False, True])
+def test_unknown_batch_and_time_in_a_graph(case, training, rng):
+    name, kwargs = case
+    ours, theirs = _pair(name, return_sequences=True, return_state=True, **kwargs)
+    inputs = rng.normal(size=(3, 7, 5)).astype("float32")
+    mask = _masks()["arbitrary"]
+    ours(inputs)
+    theirs(inputs)
+    theirs.set_weights(ours.get_weights())
+    signature = [tf.TensorSpec([None, None, 5], tf.float32), tf.TensorSpec([None, None], tf.bool)]
+    graph_ours = tf.function(lambda x, m: ours(x, mask=m, training=training),
+                             input_signature=signature)
+    for a, b in zip(graph_ours(inputs, mask), theirs(inputs, mask=mask, training=training)):
+        np.testing.assert_allclose(a, b, atol=1e-5)

@@ -257,8 +257,12 @@ def _forward_loop(cell, step_input, steps, states, weights, mask_steps, zero_out
     if not record_history:
         recorded_states = range(0)
     num_saved = int(record_history and cell.saved_gates > 0)
-    saved_like = tf.zeros([tf.shape(states[0])[0], cell.saved_gates * states[0].shape[-1]], dtype)
     record_outputs = record_outputs or record_history
+    saved_tas = ()
+    if num_saved:  # batch-major training path: [batch, saved_gates * units] per step
+        saved_like = tf.zeros([tf.shape(states[0])[0], cell.saved_gates * states[0].shape[-1]],
+                              dtype)
+        saved_tas = (_tensor_array(dtype, steps, saved_like),)
 
     def body(t, previous_output, states, outputs_ta, states_tas, saved_tas):
         candidate, saved = cell.forward(step_input(t), list(states), weights, layout)
@@ -285,7 +289,7 @@ def _forward_loop(cell, step_input, steps, states, weights, mask_steps, zero_out
             tuple(states),
             _tensor_array(dtype, steps, states[0]),
             tuple(_tensor_array(dtype, steps, states[i]) for i in recorded_states),
-            tuple(_tensor_array(dtype, steps, saved_like) for _ in range(num_saved)),
+            saved_tas,
         ),
         # Lets the input projection of later steps run ahead, on an idle core,
         # while the step-by-step chain of recurrent products proceeds.
