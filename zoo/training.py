@@ -8,6 +8,7 @@ split, and writes the preset with its metadata and model card.
 """
 
 import json
+import os
 import platform
 import time
 from pathlib import Path
@@ -22,7 +23,15 @@ from zoo.data import tatoeba
 from zoo.text import END_ID, START_ID, Vocabulary, tokenize
 from zoo.text.vocabulary import pad_batch
 
-RECIPES_DIR = Path(__file__).resolve().parent.parent / "training" / "recipes"
+
+def _recipes_dir():
+    """zoo/recipes in a regular install; the repository's training/recipes otherwise."""
+    package_dir = Path(__file__).resolve().parent
+    installed = package_dir / "recipes"
+    return installed if installed.is_dir() else package_dir.parent / "training" / "recipes"
+
+
+RECIPES_DIR = _recipes_dir()
 
 
 def load_recipe(name_or_path):
@@ -204,57 +213,19 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
                       corpus=f"tfds:{tfds_name}")
     else:
         splits = read_splits(recipe, data_file, data_dir)
-    train_sources, train_targets = splits["train"]
-    vocabulary_config = recipe.get("vocabulary", {})
-    source_vocabulary = Vocabulary.build(
-        [tokenize(s, recipe["source_language"]) for s in train_sources],
-        min_count=vocabulary_config.get("min_count", 2),
-    )
-    target_vocabulary = Vocabulary.build(
-        [tokenize(t, recipe["target_language"]) for t in train_targets],
-        min_count=vocabulary_config.get("min_count", 2),
+    min_count = recipe.get("vocabulary", {}).get("min_count", 2)
+    source_vocabulary, target_vocabulary = (
+        Vocabulary.build([tokenize(t, recipe[f"{side}_language"]) for t in texts], min_count)
+        for side, texts in zip(("source", "target"), splits["train"])
     )
     keras.utils.set_random_seed(recipe.get("seed", 0))
     model = build_model(recipe, source_vocabulary, target_vocabulary)
     compile_for_training(model, recipe.get("learning_rate", 1e-3))
     printer(
-        f"{recipe['name']}: {len(train_sources)} training pairs, vocabularies "
+        f"{recipe['name']}: {len(splits['train'][0])} training pairs, vocabularies "
         f"{len(source_vocabulary)} / {len(target_vocabulary)}, {model.count_params():,} parameters"
     )
-    batch_size = recipe.get("batch_size", 64)
-    train_data, steps = make_dataset(
-        model, train_sources, train_targets, batch_size, shuffle=True,
-        max_tokens=recipe.get("max_train_tokens"), seed=recipe.get("seed", 0),
-    )
-    validation_data, _ = make_dataset(model, *splits["validation"], batch_size, shuffle=False)
-    out_dir = Path(out_dir or presets.presets_root() / recipe["name"])
-    log_dir = Path(log_dir or Path("runs") / recipe["name"])
-    early_stopping = keras.callbacks.EarlyStopping(
-        monitor="val_loss", patience=recipe.get("patience", 3), restore_best_weights=True
-    )
-    callbacks = [
-        early_stopping,
-        keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=1),
-        keras.callbacks.TensorBoard(log_dir=str(log_dir)),
-    ]
-    history = model.fit(
-        train_data.repeat(), steps_per_epoch=steps, validation_data=validation_data,
-        epochs=epochs or recipe.get("epochs", 30), callbacks=callbacks, verbose=2,
-        shuffle=False,  # the dataset shuffles itself
-    )
-    training_seconds = time.time() - started
-    val_losses = history.history["val_loss"]
-    best_epoch = int(np.argmin(val_losses)) + 1
-
-    alpha_results = choose_length_penalty(model, *splits["validation"])
-    printer(f"length penalty on validation BLEU: {alpha_results} -> {model.length_penalty}")
-    validation_bleu = {
-        "greedy": evaluation.bleu(
-            model.translate(splits["validation"][0]), splits["validation"][1],
-            recipe["target_language"])["score"],
-        "beam5": alpha_results[model.length_penalty],
-    }
-
+    val_losses = _fit(model, recipe, splits, epochs, log_dir)
     metadata = {
         "task": "translation",
         "description": recipe.get("description", ""),
@@ -263,27 +234,67 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
         "target_language": recipe["target_language"],
         "data": _data_description(recipe, data_file, splits),
         "vocabulary": {"source": len(source_vocabulary), "target": len(target_vocabulary),
-                       "min_count": vocabulary_config.get("min_count", 2)},
+                       "min_count": min_count},
         "training": {
             "recipe": recipe,
             "command": command or "zoo train " + recipe["name"],
             "epochs_run": len(val_losses),
-            "best_epoch": best_epoch,
+            "best_epoch": int(np.argmin(val_losses)) + 1,
             "best_val_loss": round(float(min(val_losses)), 4),
-            "wall_time_seconds": round(training_seconds),
-            "machine": f"{platform.machine()}, {_cpu_count()} CPU cores, {platform.system()}; "
-                       f"TensorFlow {tf.__version__}, Keras {keras.__version__}; "
-                       f"{'GPU' if tf.config.list_physical_devices('GPU') else 'no GPU'}",
+            "wall_time_seconds": round(time.time() - started),
+            "machine": _machine(),
         },
-        "validation_bleu": validation_bleu,
+        "validation_bleu": _tune_decoding(model, *splits["validation"], printer),
         "weights_dtype": recipe.get("weights_dtype", "float32"),
     }
+    out_dir = Path(out_dir or presets.presets_root() / recipe["name"])
+    return _score_and_ship(model, out_dir, metadata, splits["test"], printer)
+
+
+def _fit(model, recipe, splits, epochs, log_dir):
+    """Keras fit with early stopping (best weights kept); returns the validation losses."""
+    batch_size = recipe.get("batch_size", 64)
+    train_data, steps = make_dataset(
+        model, *splits["train"], batch_size, shuffle=True,
+        max_tokens=recipe.get("max_train_tokens"), seed=recipe.get("seed", 0),
+    )
+    validation_data, _ = make_dataset(model, *splits["validation"], batch_size, shuffle=False)
+    callbacks = [
+        keras.callbacks.EarlyStopping(
+            monitor="val_loss", patience=recipe.get("patience", 3), restore_best_weights=True
+        ),
+        keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=1),
+        keras.callbacks.TensorBoard(log_dir=str(log_dir or Path("runs") / recipe["name"])),
+    ]
+    history = model.fit(
+        train_data.repeat(), steps_per_epoch=steps, validation_data=validation_data,
+        epochs=epochs or recipe.get("epochs", 30), callbacks=callbacks, verbose=2,
+        shuffle=False,  # the dataset shuffles itself
+    )
+    return history.history["val_loss"]
+
+
+def _tune_decoding(model, sources, references, printer):
+    """Pick the beam-search length penalty on validation; BLEU of greedy and beam 5 there."""
+    alpha_results = choose_length_penalty(model, sources, references)
+    printer(f"length penalty on validation BLEU: {alpha_results} -> {model.length_penalty}")
+    greedy = evaluation.bleu(model.translate(sources), references, model.target_language)
+    return {"greedy": greedy["score"], "beam5": alpha_results[model.length_penalty]}
+
+
+def _machine():
+    gpu = "GPU" if tf.config.list_physical_devices("GPU") else "no GPU"
+    return (f"{platform.machine()}, {os.cpu_count()} CPU cores, {platform.system()}; "
+            f"TensorFlow {tf.__version__}, Keras {keras.__version__}; {gpu}")
+
+
+def _score_and_ship(model, out_dir, metadata, test_split, printer):
+    """Save the preset, then score what ships (the preset loaded back) on the test split."""
     weights_dtype = metadata["weights_dtype"]
     directory = presets.save(model, out_dir, metadata=metadata, weights_dtype=weights_dtype)
-    # Score what ships: the preset as loaded back from disk.
     shipped = presets.load(directory)
     metadata = presets.describe(directory)
-    test_sources, test_references = splits["test"]
+    test_sources, test_references = test_split
     metrics = {}
     for name, beam in (("greedy", 1), ("beam5", 5)):
         result, _ = score_translations(shipped, test_sources, test_references, beam_size=beam)
@@ -297,12 +308,6 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
     presets.save(shipped, directory, metadata=metadata, card=model_card(metadata),
                  weights_dtype=weights_dtype)
     return directory
-
-
-def _cpu_count():
-    import os
-
-    return os.cpu_count()
 
 
 def _data_description(recipe, data_file, splits):
