@@ -158,3 +158,35 @@ def test_cli_errors_are_one_line_without_traceback(tmp_path):
                             capture_output=True, text=True)
     assert result.returncode == 2
     assert result.stderr.startswith("zoo: error: Unknown preset 'nope'. Known presets:")
+
+
+def test_compiled_model_is_saved_without_optimizer_state(tmp_path, rng):
+    import h5py
+
+    model = _tiny_model()
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(rng.normal(size=(4, 3, 3)), rng.normal(size=(4, 2)), verbose=0)
+    directory = presets.save(model, tmp_path / "compiled")
+    with h5py.File(directory / "model.weights.h5") as weights:
+        assert "optimizer" not in weights
+    reloaded = zoo.load(directory)
+    inputs = rng.normal(size=(2, 3, 3)).astype("float32")
+    np.testing.assert_allclose(reloaded(inputs), model(inputs), atol=1e-6)
+
+
+def test_float16_weights_are_half_the_size(tmp_path):
+    model = keras.Sequential([keras.Input((None,)), keras.layers.Embedding(1000, 64)])
+    full = presets.save(model, tmp_path / "full") / "model.weights.h5"
+    half = presets.save(model, tmp_path / "half", weights_dtype="float16") / "model.weights.h5"
+    weights_bytes = model.count_params() * 2
+    assert full.stat().st_size - half.stat().st_size == pytest.approx(weights_bytes, rel=0.01)
+    with pytest.raises(ValueError, match="weights_dtype must be 'float32' or 'float16'"):
+        presets.save(model, tmp_path / "bad", weights_dtype="int8")
+
+
+def test_loaded_preset_is_not_compiled(tmp_path):
+    model = _tiny_model()
+    model.compile(optimizer="adam", loss="mse")
+    directory = presets.save(model, tmp_path / "compiled")
+    assert "compile_config" not in json.loads((directory / "config.json").read_text())
+    assert not zoo.load(directory).compiled

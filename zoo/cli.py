@@ -180,9 +180,23 @@ def build_parser():
 _COMMANDS_WITHOUT_TENSORFLOW = {"list", "info"}
 
 
+def parse(argv):
+    """Parse a command line; options may come before or after a command's texts."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    if argv and argv[0] in commands.choices:
+        # argparse cannot mix options with a variable number of positionals after a
+        # sub-command (`zoo translate NAME --beam 5 TEXT ...`); the sub-command's own
+        # parser can, with parse_intermixed_args.
+        args = commands.choices[argv[0]].parse_intermixed_args(argv[1:])
+        args.command = argv[0]
+        return args
+    return parser.parse_args(argv)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     args.argv = argv
     if args.command not in _COMMANDS_WITHOUT_TENSORFLOW:
         from zoo._startup import import_tensorflow_quietly

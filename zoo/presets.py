@@ -182,7 +182,8 @@ def save(model, directory, metadata=None, card=None, weights_dtype="float32"):
     ``metadata`` (task, data, metrics, training) is completed with the parameter
     count and the files' checksums; ``card`` is the README.md text (a short one
     is generated from the metadata when omitted). ``weights_dtype="float16"``
-    stores float32 weights at half the size (they load back as float32).
+    stores float32 weights at half the size (they load back as float32). The
+    optimizer's state is not part of a preset.
     """
     import keras
 
@@ -190,14 +191,17 @@ def save(model, directory, metadata=None, card=None, weights_dtype="float32"):
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     try:
-        (staging / CONFIG_FILE).write_text(
-            json.dumps(keras.saving.serialize_keras_object(model), indent=1), encoding="utf-8"
-        )
+        config = keras.saving.serialize_keras_object(model)
+        # A preset is an architecture and weights; how to train it is the user's
+        # choice (a compiled model's optimizer would be rebuilt on every load).
+        config.pop("compile_config", None)
+        (staging / CONFIG_FILE).write_text(json.dumps(config, indent=1), encoding="utf-8")
+        if weights_dtype not in ("float32", "float16"):
+            raise ValueError(
+                f"weights_dtype must be 'float32' or 'float16'; received {weights_dtype!r}."
+            )
         model.save_weights(staging / WEIGHTS_FILE)
-        if weights_dtype == "float16":
-            _store_weights_as_float16(staging / WEIGHTS_FILE)
-        elif weights_dtype != "float32":
-            raise ValueError(f"weights_dtype must be 'float32' or 'float16'; received {weights_dtype!r}.")
+        _strip_weights_file(staging / WEIGHTS_FILE, to_float16=weights_dtype == "float16")
         if hasattr(model, "save_assets"):
             (staging / ASSETS_DIR).mkdir()
             model.save_assets(str(staging / ASSETS_DIR))
@@ -228,29 +232,33 @@ def save(model, directory, metadata=None, card=None, weights_dtype="float32"):
     return directory
 
 
-def _store_weights_as_float16(path):
-    """Rewrite a Keras weights file with every float32 array stored as float16.
+def _strip_weights_file(path, to_float16):
+    """Keep only the model's own weights in a Keras weights file, optionally as float16.
 
-    Written to a new file (HDF5 does not give back the space of deleted arrays).
+    A compiled model's ``save_weights`` also writes the optimizer's slots (twice the
+    model's size for Adam), which a preset does not need. The file is written anew
+    (HDF5 does not give back the space of deleted arrays).
     """
     import h5py
     import numpy as np
 
-    converted = path.with_suffix(".float16.h5")
-    with h5py.File(path, "r") as source, h5py.File(converted, "w") as target:
+    stripped = path.with_suffix(".stripped.h5")
+    with h5py.File(path, "r") as source, h5py.File(stripped, "w") as target:
         target.attrs.update(source.attrs)
 
         def copy(name, item):
+            if name.split("/")[0] == "optimizer":
+                return
             if isinstance(item, h5py.Group):
                 target.require_group(name).attrs.update(item.attrs)
             else:
                 values = item[()]
-                if item.dtype == np.float32:
+                if to_float16 and item.dtype == np.float32:
                     values = values.astype(np.float16)
                 target.create_dataset(name, data=values).attrs.update(item.attrs)
 
         source.visititems(copy)
-    converted.replace(path)
+    stripped.replace(path)
 
 
 def _default_card(metadata):
