@@ -1,0 +1,67 @@
+"""Fine-tuning a shipped preset on a user's own pairs, as the README shows."""
+
+import numpy as np
+
+import zoo
+from zoo import training
+from zoo.text import tokenize
+
+# A user's pairs: everyday sentences about a topic the corpus rarely covers.
+USER_PAIRS = [
+    ("The robot reads a book.", "机器人读一本书。"),
+    ("The robot is happy.", "机器人很高兴。"),
+    ("The robot eats an apple.", "机器人吃一个苹果。"),
+    ("The robot goes to school.", "机器人去学校。"),
+    ("The robot likes music.", "机器人喜欢音乐。"),
+    ("The robot is my friend.", "机器人是我的朋友。"),
+    ("The robot drinks water.", "机器人喝水。"),
+    ("The robot can swim.", "机器人会游泳。"),
+]
+USER_VALIDATION = [
+    ("The robot is tired.", "机器人很累。"),
+    ("The robot likes apples.", "机器人喜欢苹果。"),
+]
+
+
+def _write_tsv(path, pairs):
+    path.write_text("".join(f"{en}\t{zh}\tmine\n" for en, zh in pairs), encoding="utf-8")
+    return path
+
+
+def test_fine_tune_a_preset_on_a_users_tsv(tmp_path):
+    train_file = _write_tsv(tmp_path / "mine.tsv", USER_PAIRS)
+    validation_file = _write_tsv(tmp_path / "mine_val.tsv", USER_VALIDATION)
+    model = zoo.load("gru_bahdanau_cmn_en")
+    vocabulary_before = list(model.target_vocabulary.tokens)
+    train = training.tsv_dataset(model, train_file, batch_size=4)
+    validation = training.tsv_dataset(model, validation_file, shuffle=False)
+    training.compile_for_training(model, learning_rate=1e-3)
+    loss_before = model.evaluate(validation, verbose=0)
+    history = model.fit(train, validation_data=validation, epochs=4, verbose=0)
+    assert history.history["val_loss"][-1] < loss_before - 0.3
+    assert model.target_vocabulary.tokens == vocabulary_before  # vocabulary kept
+    # "robot" is in the English vocabulary; 机器人 characters may map to [UNK].
+    directory = zoo.presets.save(model, tmp_path / "cmn_en_mine", metadata={"task": "translation"})
+    reloaded = zoo.load(directory)
+    sentences = [zh for _, zh in USER_VALIDATION] + ["我读了一本书。"]
+    assert reloaded.translate(sentences) == model.translate(sentences)
+    assert reloaded.translate(sentences, beam_size=5) == model.translate(sentences, beam_size=5)
+    assert np.isfinite(history.history["loss"]).all()
+    assert "robot" in model.translate([USER_VALIDATION[0][1]])[0].lower()
+
+
+def test_user_tsv_is_read_in_the_models_direction(tmp_path):
+    model = zoo.load("gru_bahdanau_cmn_en")
+    data = training.tsv_dataset(model, _write_tsv(tmp_path / "x.tsv", USER_PAIRS[:1]),
+                                shuffle=False)
+    (source, decoder_in), decoder_out = next(iter(data))
+    english, chinese = USER_PAIRS[0]
+
+    def known_or_oov(tokens, vocabulary):
+        return [t if vocabulary.encode([t]) != [1] else "[UNK]" for t in tokens]
+
+    assert [model.source_vocabulary.tokens[i] for i in source.numpy()[0]] == known_or_oov(
+        tokenize(chinese, "zh"), model.source_vocabulary)
+    assert model.target_vocabulary.decode(decoder_out.numpy()[0]) == known_or_oov(
+        tokenize(english, "en"), model.target_vocabulary)
+    assert decoder_in.numpy()[0][0] == 2  # [START]

@@ -1,0 +1,73 @@
+"""The presets in saved_models/: complete, verified, within budget, honestly scored."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+import zoo
+from zoo import presets
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = zoo.list_models()
+TRANSLATION = [n for n in SHIPPED if zoo.describe(n).get("task") == "translation"]
+MB = 1024 * 1024
+
+
+def test_presets_ship():
+    assert "gru_bahdanau_cmn_en" in SHIPPED
+
+
+def test_size_budget():
+    total = sum(p.stat().st_size for p in (ROOT / "saved_models").rglob("*") if p.is_file())
+    assert total < 80 * MB
+    for name in SHIPPED:
+        size = sum(p.stat().st_size for p in (ROOT / "saved_models" / name).rglob("*")
+                   if p.is_file())
+        assert size < 15 * MB, name
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_metadata_records_training_and_checksums(name):
+    metadata = zoo.describe(name)
+    presets.verify(presets.resolve(name), metadata)
+    for key in ("task", "description", "data", "training", "parameters", "files", "headline"):
+        assert metadata.get(key), key
+    training = metadata["training"]
+    assert training["command"].startswith(f"zoo train {name}")
+    assert training["wall_time_seconds"] > 0 and training["epochs_run"] >= 1
+    assert "CPU cores" in training["machine"]
+    assert (ROOT / "training" / "recipes" / f"{name}.json").is_file()
+    card = (ROOT / "saved_models" / name / "README.md").read_text()
+    assert card.startswith(f"# {name}\n")
+    assert training["command"] in card
+
+
+@pytest.mark.parametrize("name", TRANSLATION)
+def test_translation_preset_scores(name):
+    metadata = zoo.describe(name)
+    validation = metadata["validation_bleu"]
+    assert validation["beam5"] >= validation["greedy"]  # beam search is not worse than greedy
+    test = metadata["test"]
+    for decoding in ("greedy", "beam5"):
+        assert test[decoding]["bleu"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:")
+        assert test[decoding]["bleu_by_source_length"]
+    card = (ROOT / "saved_models" / name / "README.md").read_text()
+    assert f"| beam5 | {test['beam5']['bleu']['score']} |" in card
+
+
+@pytest.mark.parametrize("name", TRANSLATION)
+def test_readme_table_matches_the_metadata(name):
+    readme = (ROOT / "README.md").read_text()
+    row = re.search(rf"^\| `{name}` \|(.*)$", readme, re.MULTILINE)
+    assert row, f"{name} is missing from the README's preset table"
+    test = zoo.describe(name)["test"]
+    cells = [c.strip() for c in row.group(1).split("|")]
+    assert str(test["beam5"]["bleu"]["score"]) in cells
+    assert str(test["greedy"]["bleu"]["score"]) in cells
+
+
+def test_default_preset_translates_the_readme_sentence():
+    model = zoo.load("gru_bahdanau_cmn_en")
+    translation = model.translate(["我读了一本书。"])[0]
+    assert re.fullmatch(r"I (read|have read|'ve read) a book\.", translation), translation
