@@ -71,3 +71,15 @@ def test_default_preset_translates_the_readme_sentence():
     model = zoo.load("gru_bahdanau_cmn_en")
     translation = model.translate(["我读了一本书。"])[0]
     assert re.fullmatch(r"I (read|have read|'ve read) a book\.", translation), translation
+
+
+def test_attention_beats_the_bottleneck_more_as_sources_grow():
+    """Bahdanau et al. 2014, Figure 2: the same test split, the gap grows with length."""
+    attention = zoo.describe("gru_bahdanau_cmn_en")["test"]["beam5"]
+    baseline = zoo.describe("lstm_seq2seq_cmn_en")["test"]["beam5"]
+    assert attention["bleu"]["score"] >= baseline["bleu"]["score"] + 5
+    # The buckets with enough sentences to measure (the 21+ bucket has 13).
+    buckets = ["1-5", "6-10", "11-15", "16-20"]
+    gaps = [attention["bleu_by_source_length"][b]["bleu"]
+            - baseline["bleu_by_source_length"][b]["bleu"] for b in buckets]
+    assert gaps == sorted(gaps) and gaps[-1] > gaps[0] + 5
