@@ -18,10 +18,6 @@ the previous output (or zeros when ``zero_output_for_mask``).
 import tensorflow as tf
 
 
-def _split(tensor, parts):
-    return tf.split(tensor, parts, axis=-1)
-
-
 class BatchMajor:
     """States ``[batch, units]``; ``h U`` is ``matmul(h, U)`` (training path)."""
 
@@ -108,7 +104,7 @@ class _LSTMKernel(_Kernel):
 
     def backward(self, d_states, saved, states_in, states_out, weights):
         d_h, d_c = d_states
-        i, f, g, o = _split(saved[0], 4)
+        i, f, g, o = BatchMajor.split(saved[0], 4)
         tanh_c = tf.tanh(states_out[1])
         d_c = d_c + d_h * o * (1.0 - tanh_c * tanh_c)
         d_pre = tf.concat(
@@ -146,7 +142,7 @@ class _GRUResetAfterKernel(_Kernel):
     def backward(self, d_states, saved, states_in, states_out, weights):
         d_h = d_states[0]
         h_prev = states_in[0]
-        z, r, n, rec_h = _split(saved[0], 4)
+        z, r, n, rec_h = BatchMajor.split(saved[0], 4)
         d_n = d_h * (1.0 - z) * (1.0 - n * n)
         d_z = d_h * (h_prev - n) * z * (1.0 - z)
         d_r = d_n * rec_h * r * (1.0 - r)
@@ -180,7 +176,7 @@ class _GRUResetBeforeKernel(_Kernel):
     def backward(self, d_states, saved, states_in, states_out, weights):
         d_h = d_states[0]
         h_prev = states_in[0]
-        z, r, n = _split(saved[0], 3)
+        z, r, n = BatchMajor.split(saved[0], 3)
         d_n = d_h * (1.0 - z) * (1.0 - n * n)
         d_reset_h = tf.matmul(d_n, weights["kernel_h_t"])
         d_z = d_h * (h_prev - n) * z * (1.0 - z)
@@ -192,7 +188,7 @@ class _GRUResetBeforeKernel(_Kernel):
 
     def weight_gradients(self, h_in, saved, d_recurrent, weights):
         units = h_in.shape[-1]
-        reset = _split(saved[0], 3)[1]
+        reset = BatchMajor.split(saved[0], 3)[1]
         d_zr, d_n = d_recurrent[..., : 2 * units], d_recurrent[..., 2 * units :]
         return {
             "kernel": tf.concat(
@@ -369,12 +365,13 @@ def run_inference(kind, sequences, input_kernel, input_bias, recurrent_kernel,
         recurrent_bias = tf.zeros([recurrent_kernel.shape[-1]], dtype)
     weights = _loop_weights(kind, recurrent_kernel, recurrent_bias, layout)
     input_kernel_t = tf.transpose(input_kernel)
+    input_bias = None if input_bias is None else layout.prepare_bias(input_bias)
     inputs_ta = _tensor_array(dtype, steps, tf.transpose(sequences[0])).unstack(
         tf.transpose(sequences, (0, 2, 1)))
 
     def step_input(t):
         projected = tf.matmul(input_kernel_t, inputs_ta.read(t))
-        return projected if input_bias is None else projected + layout.prepare_bias(input_bias)
+        return projected if input_bias is None else projected + input_bias
 
     mask_steps = None if mask is None else tf.expand_dims(tf.cast(mask, tf.bool), 1)  # [T, 1, B]
     outputs, last_output, final_states, _, _ = _forward_loop(
