@@ -36,17 +36,20 @@ class PresetError(ValueError):
     """A preset cannot be found, verified or loaded."""
 
 
-def presets_root():
-    """The folder of the presets that ship with zoo.
+def shipped_folder(installed_name, repository_path):
+    """A data folder that ships with zoo (see pyproject.toml's package-dir).
 
-    A regular install carries them inside the package (``zoo/saved_models``); a
-    source checkout or editable install reads the repository's ``saved_models/``.
+    A regular install carries it inside the package (``zoo/INSTALLED_NAME``); a
+    source checkout or editable install reads it from the repository.
     """
     package_dir = Path(__file__).resolve().parent
-    installed = package_dir / "saved_models"
-    if installed.is_dir():
-        return installed
-    return package_dir.parent / "saved_models"
+    installed = package_dir / installed_name
+    return installed if installed.is_dir() else package_dir.parent / repository_path
+
+
+def presets_root():
+    """The folder of the presets that ship with zoo (``saved_models/``)."""
+    return shipped_folder("saved_models", "saved_models")
 
 
 def list_models():

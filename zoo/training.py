@@ -24,14 +24,7 @@ from zoo.text import END_ID, START_ID, Vocabulary, tokenize
 from zoo.text.vocabulary import pad_batch
 
 
-def _recipes_dir():
-    """zoo/recipes in a regular install; the repository's training/recipes otherwise."""
-    package_dir = Path(__file__).resolve().parent
-    installed = package_dir / "recipes"
-    return installed if installed.is_dir() else package_dir.parent / "training" / "recipes"
-
-
-RECIPES_DIR = _recipes_dir()
+RECIPES_DIR = presets.shipped_folder("recipes", "training/recipes")
 
 
 def load_recipe(name_or_path):
