@@ -70,6 +70,22 @@ def test_length_penalty_prefers_longer_hypotheses_as_alpha_grows():
     assert long.numpy()[0, 0] == A
 
 
+def test_beam_search_stops_once_no_open_beam_can_win():
+    # A ends at once (0.9); B (0.1) loops without ever ending. Even with the length
+    # penalty's largest reward, B cannot catch up with [A, END]: stop, don't run to 50.
+    table = {START_ID: {A: 0.9, B: 0.1}, A: {END_ID: 1.0}, B: {B: 1.0}}
+    markov, calls = _markov_step(table), []
+
+    def counting_step(tokens, state):
+        calls.append(1)  # eager: the while loop runs the Python body once per step
+        return markov(tokens, state)
+
+    tokens, _ = decoding.beam_search(counting_step, {"steps": tf.zeros([1, 1])}, 1, 50,
+                                     beam_size=2, alpha=1.0, source_length=3)
+    assert tokens.numpy()[0, :3].tolist() == [A, END_ID, PAD_ID]
+    assert len(calls) == 2
+
+
 def test_fixed_maximum_length_is_respected():
     loop = {START_ID: {A: 1.0}, A: {A: 1.0}}
     state = {"steps": tf.zeros([1, 1])}

@@ -111,3 +111,118 @@ def benchmark_layers(batch=64, steps=50, input_dim=256, units=256, rounds=7, rep
                  "matmul_gflops": peak}
             )
     return results
+
+
+# -- translation runtimes ------------------------------------------------------------------
+
+# Greedy, batch 64: the official TensorFlow attention tutorial's translator (4.7 M
+# parameters, tf.function loop, max length 50) as measured on this 2-core machine when
+# issue 4 was filed. It is not re-run here: it would have to be trained first.
+TUTORIAL_SENTENCES_PER_SECOND = 940
+
+
+def _test_split(name, data_dir=None):
+    """(sources, references) of a translation preset's test split."""
+    from zoo import presets, training
+
+    recipe = presets.describe(name)["training"]["recipe"]
+    return training.read_splits(recipe, data_dir=data_dir)["test"]
+
+
+def _translation_runtimes(model, name, directory):
+    """Translate functions ``(texts, beam_size) -> list[str]`` for every runtime, and the
+    TFLite files by variant."""
+    from zoo import export
+
+    tflite = {
+        variant: export.export(model, "tflite", f"{directory}/{variant}", name=name,
+                               quantize=None if variant == "float32" else variant)
+        for variant in ("float32", "float16", "dynamic")
+    }
+    # Loaded after the conversions: a loaded lookup table in the process makes every
+    # later tf.saved_model.save (the TFLite converter's first step) warn about it.
+    saved = tf.saved_model.load(str(export.export(model, "saved_model", directory, name=name)))
+    translators = {v: export.TFLiteTranslator(p) for v, p in tflite.items()}
+
+    def serve(texts, beam_size):
+        texts = tf.constant(texts)
+        if beam_size == 1:
+            out = saved.signatures["serving_default"](texts=texts)
+        else:
+            out = saved.signatures["translate_beam"](texts=texts, beam_size=tf.constant(beam_size))
+        return [t.decode("utf-8") for t in out["translations"].numpy()]
+
+    runtimes = {
+        "keras": lambda texts, beam: model.translate(texts, beam_size=beam),
+        "saved_model": serve,
+        "tflite_float32": translators["float32"].translate,
+        "tflite_dynamic": translators["dynamic"].translate,
+    }
+    return runtimes, tflite, translators
+
+
+def benchmark_translate(name, latency_sentences=16, batch=64, rounds=5, data_dir=None,
+                        printer=print):
+    """Latency (batch 1) and throughput (batch 64), greedy and beam 5, for Keras,
+    SavedModel and TFLite, measured alternately; then size and BLEU of each TFLite file."""
+    import tempfile
+
+    import zoo
+    from zoo import evaluation
+
+    model = zoo.load(name)
+    sources, references = _test_split(name, data_dir)
+    stride = max(len(sources) // batch, 1)
+    batch_texts = sources[::stride][:batch]
+    latency_texts = batch_texts[:latency_sentences]
+    results = {"preset": name, "speed": [], "files": []}
+    with tempfile.TemporaryDirectory() as directory:
+        runtimes, tflite, translators = _translation_runtimes(model, name, directory)
+        printer(
+            f"zoo benchmark translate {name}: {len(batch_texts)} test sentences; latency "
+            f"one sentence per call (mean of {latency_sentences}), throughput one batch of "
+            f"{len(batch_texts)} (TFLite files are batch 1: a loop); medians of {rounds} "
+            "alternating rounds"
+        )
+        printer(f"{'runtime':<16}{'decoding':<9}{'latency ms':>11}{'sentences/s':>13}")
+        for beam in (1, 5):
+            latency = alternate(
+                {r: (lambda f=f: [f([t], beam) for t in latency_texts]) for r, f in runtimes.items()},
+                rounds, 1,
+            )
+            throughput = alternate(
+                {r: (lambda f=f: f(batch_texts, beam)) for r, f in runtimes.items()}, rounds, 1
+            )
+            for runtime in runtimes:
+                row = {"runtime": runtime, "beam_size": beam,
+                       "latency_ms": 1000 * latency[runtime] / len(latency_texts),
+                       "sentences_per_second": len(batch_texts) / throughput[runtime]}
+                results["speed"].append(row)
+                printer(f"{runtime:<16}{'greedy' if beam == 1 else 'beam 5':<9}"
+                        f"{row['latency_ms']:>11.2f}{row['sentences_per_second']:>13.0f}")
+        _print_speed_ratios(results, printer)
+
+        printer(f"TFLite files, BLEU (greedy) on all {len(sources)} test sentences:")
+        float32_size = tflite["float32"].stat().st_size
+        for variant, path in tflite.items():
+            hypotheses = translators[variant].translate(sources)
+            score = evaluation.bleu(hypotheses, references, model.target_language)["score"]
+            size = path.stat().st_size
+            results["files"].append({"variant": variant, "bytes": size, "bleu": score})
+            printer(f"  {variant:<8} {size / 2**20:6.2f} MB ({size / float32_size:4.0%} of float32)"
+                    f"  BLEU {score:5.2f}")
+    return results
+
+
+def _print_speed_ratios(results, printer):
+    speed = {(r["runtime"], r["beam_size"]): r for r in results["speed"]}
+    tflite_vs_saved = (speed["tflite_float32", 1]["latency_ms"]
+                       / speed["saved_model", 1]["latency_ms"])
+    printer(f"TFLite float32 / SavedModel greedy latency: {tflite_vs_saved:.2f} (target <= 0.5)")
+    for runtime in ("keras", "saved_model", "tflite_float32", "tflite_dynamic"):
+        ratio = speed[runtime, 5]["latency_ms"] / speed[runtime, 1]["latency_ms"]
+        printer(f"{runtime} beam 5 / greedy latency: {ratio:.2f} (target <= 2.5)")
+    best = max(speed[r, 1]["sentences_per_second"] for r in ("keras", "saved_model"))
+    printer(f"greedy batch-{64} throughput, best of Keras/SavedModel: {best:.0f} sentences/s = "
+            f"{best / TUTORIAL_SENTENCES_PER_SECOND:.2f}x the TF tutorial's "
+            f"{TUTORIAL_SENTENCES_PER_SECOND} (reported, not re-measured)")

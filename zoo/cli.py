@@ -33,9 +33,16 @@ def _command_benchmark(args):
     from zoo import benchmark
 
     if args.what == "layers":
-        results = benchmark.benchmark_layers(rounds=args.rounds)
-        if args.json:
-            print(json.dumps(results))
+        if args.name:
+            raise UsageError("zoo benchmark layers takes no preset name.")
+        results = benchmark.benchmark_layers(rounds=args.rounds or 7)
+    else:
+        if not args.name:
+            raise UsageError("zoo benchmark translate needs a preset name.")
+        results = benchmark.benchmark_translate(args.name, rounds=args.rounds or 5,
+                                                data_dir=args.data_dir)
+    if args.json:
+        print(json.dumps(results))
     return 0
 
 
@@ -118,6 +125,19 @@ def _command_train(args):
     return 0
 
 
+def _command_export(args):
+    from zoo import export
+
+    options = {}
+    if args.format == "tflite":
+        options = {"quantize": args.quantize, "beam_size": args.beam_size}
+    elif args.quantize is not None:
+        raise UsageError("--quantize applies to --format tflite only.")
+    path = export.export(args.name, args.format, args.out, **options)
+    print(f"{args.format} export of {args.name} written to {path}")
+    return 0
+
+
 class UsageError(Exception):
     """A command that cannot run as asked; reported as one line."""
 
@@ -168,9 +188,22 @@ def build_parser():
     train.add_argument("--log-dir", help="TensorBoard log folder (default runs/NAME)")
     train.set_defaults(run=_command_train)
 
-    bench = commands.add_parser("benchmark", help="measure speed, zoo against Keras, in one run")
-    bench.add_argument("what", choices=["layers"])
-    bench.add_argument("--rounds", type=int, default=7, help="alternating rounds (default 7)")
+    exporting = commands.add_parser("export", help="export a preset for TF Serving or TFLite")
+    exporting.add_argument("name")
+    exporting.add_argument("--format", required=True, choices=["saved_model", "tflite"])
+    exporting.add_argument("--out", required=True, help="folder to write into")
+    exporting.add_argument("--quantize", choices=["float16", "dynamic"],
+                           help="TFLite weights: float16, or int8 dynamic-range (default float32)")
+    exporting.add_argument("--beam-size", type=int, default=5,
+                           help="TFLite: the beam width of the 'beam' signature (default 5)")
+    exporting.set_defaults(run=_command_export)
+
+    bench = commands.add_parser("benchmark", help="measure speed side by side, in one run")
+    bench.add_argument("what", choices=["layers", "translate"])
+    bench.add_argument("name", nargs="?", help="translate: the preset to measure")
+    bench.add_argument("--rounds", type=int,
+                       help="alternating rounds (default 7 for layers, 5 for translate)")
+    bench.add_argument("--data-dir", help="translate: folder holding tatoeba/ (test sentences)")
     bench.add_argument("--json", action="store_true", help="also print the results as JSON")
     bench.set_defaults(run=_command_benchmark)
     return parser

@@ -2,7 +2,8 @@
 
 A step function maps ``(previous_tokens [N], state) -> (logits [N, V], new_state,
 attention [N, S] or None)``; ``state`` is any nest of tensors whose first dimension
-is N. That is all decoding needs from a model.
+is N. That is all decoding needs from a model. Greedy search calls it with N = B
+rows; beam search with N = B * K (each sentence's K beams on consecutive rows).
 
 Both searches keep their outputs in fixed ``[batch, (beam,) max_length]`` buffers
 written by position (no growing concatenations) and stop early once every sequence
@@ -29,16 +30,18 @@ def _write_row(buffer, position, rows):
     return tf.where(hit, tf.expand_dims(rows, -2), buffer)
 
 
-def greedy_search(step_fn, state, batch_size, max_length, source_length=None):
+def greedy_search(step_fn, state, batch_size, max_length, source_length=None,
+                  return_attention=True):
     """Most probable token at every step.
 
     Returns ``(tokens [B, max_length] int32, attention [B, max_length, S] or None)``.
-    ``source_length`` (S) is needed only when the step function returns attention.
+    ``source_length`` (S) is needed only when the step function returns attention;
+    ``return_attention=False`` skips collecting it (faster, smaller exports).
     """
     tokens = tf.zeros([batch_size, max_length], tf.int32)
     previous = tf.fill([batch_size], START_ID)
     logits, state, attention = step_fn(previous, state)
-    track_attention = attention is not None
+    track_attention = attention is not None and return_attention
     history = (
         tf.zeros([batch_size, max_length, source_length], tf.float32) if track_attention else None
     )
@@ -81,37 +84,56 @@ def length_penalty(lengths, alpha):
     return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, alpha)
 
 
+def _settled(scores, lengths, finished, alpha, max_length):
+    """Per sentence: can no unfinished hypothesis overtake the best finished one?
+
+    Log-probabilities only fall as a hypothesis grows, and its length penalty grows
+    at most to that of ``max_length`` (for ``alpha >= 0``), so an unfinished
+    hypothesis can end with at best ``score / length_penalty(max_length)``. Stopping
+    there instead of waiting for every beam to emit ``[END]`` saves the steps that
+    low-scoring beams would spend wandering to ``max_length``.
+    """
+    best_finished = tf.reduce_max(
+        tf.where(finished, scores / length_penalty(lengths, alpha), _NEG_INF), axis=-1)
+    best_possible = tf.reduce_max(
+        tf.where(finished, _NEG_INF, scores / length_penalty(max_length, alpha)), axis=-1)
+    return best_finished >= best_possible
+
+
 def beam_search(step_fn, state, batch_size, max_length, beam_size, alpha=0.6,
-                source_length=None):
-    """Beam search with GNMT length normalisation of the final scores.
+                source_length=None, return_attention=True):
+    """Beam search with GNMT length normalisation of the final scores (``alpha >= 0``).
 
     Finished hypotheses stay in the beam with their score frozen (they are
     extended by ``[PAD]`` at no cost), so every beam slot always holds a distinct
     hypothesis. Returns the best hypothesis per sentence:
     ``(tokens [B, max_length] int32, attention [B, max_length, S] or None)``.
+    ``beam_size`` may be a scalar tensor (a SavedModel signature input).
     """
     k = beam_size
-    logits, state, attention = step_fn(tf.fill([batch_size], START_ID), state)
-    track_attention = attention is not None
+    # Every call of step_fn sees B * K rows, each sentence's K beams consecutive; at
+    # the first step the K copies are identical and only the first one is read.
+    state = tf.nest.map_structure(lambda s: _tile_beams(s, k), state)
+    logits, state, attention = step_fn(tf.fill([batch_size * k], START_ID), state)
+    track_attention = attention is not None and return_attention
     log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
     vocab_size = tf.shape(log_probs)[-1]
-    scores, first_tokens = tf.math.top_k(log_probs, k=k)  # [B, K]
+    first_beam = tf.reshape(log_probs, [batch_size, k, vocab_size])[:, 0]
+    scores, first_tokens = tf.math.top_k(first_beam, k=k)  # [B, K]
     tokens = _write_token(tf.zeros([batch_size, k, max_length], tf.int32), 0, first_tokens)
     finished = tf.equal(first_tokens, END_ID)
     lengths = tf.ones([batch_size, k], tf.int32)
-    state = tf.nest.map_structure(lambda s: _tile_beams(s, k), state)
     history = tf.zeros([batch_size, k, max_length, source_length if track_attention else 0])
     if track_attention:
         history = _write_row(
-            history, 0, tf.reshape(_tile_beams(tf.cast(attention, tf.float32), k),
-                                   [batch_size, k, -1])
+            history, 0, tf.reshape(tf.cast(attention, tf.float32), [batch_size, k, -1])
         )
     batch_offsets = tf.expand_dims(tf.range(batch_size) * k, 1)  # [B, 1]
     # A finished beam may only be extended by [PAD], at no cost.
     pad_only = tf.where(tf.equal(tf.range(vocab_size), PAD_ID), 0.0, _NEG_INF)
 
-    def body(t, scores, tokens, lengths, finished, state, history):
-        logits, state, attention = step_fn(tf.reshape(_last_tokens(tokens, t), [-1]), state)
+    def body(t, previous, scores, tokens, lengths, finished, state, history):
+        logits, state, attention = step_fn(tf.reshape(previous, [-1]), state)
         log_probs = tf.reshape(tf.nn.log_softmax(tf.cast(logits, tf.float32)),
                                [batch_size, k, vocab_size])
         log_probs = tf.where(tf.expand_dims(finished, -1), pad_only, log_probs)
@@ -130,23 +152,18 @@ def beam_search(step_fn, state, batch_size, max_length, beam_size, alpha=0.6,
                 tf.gather(history, parent, batch_dims=1), t,
                 tf.reshape(tf.cast(tf.gather(attention, rows), tf.float32), [batch_size, k, -1]),
             )
-        return t + 1, scores, tokens, lengths, finished, state, history
+        return t + 1, token, scores, tokens, lengths, finished, state, history
 
-    _, scores, tokens, lengths, finished, _, history = tf.while_loop(
-        lambda t, scores, tokens, lengths, finished, *_: tf.logical_and(
-            t < max_length, tf.logical_not(tf.reduce_all(finished))
+    _, _, scores, tokens, lengths, finished, _, history = tf.while_loop(
+        lambda t, previous, scores, tokens, lengths, finished, *_: tf.logical_and(
+            t < max_length,
+            tf.logical_not(tf.reduce_all(_settled(scores, lengths, finished, alpha, max_length))),
         ),
         body,
-        (1, scores, tokens, lengths, finished, state, history),
+        (1, first_tokens, scores, tokens, lengths, finished, state, history),
     )
     normalized = scores / length_penalty(lengths, alpha)
     best = tf.argmax(normalized, axis=-1, output_type=tf.int32)
     best_tokens = tf.gather(tokens, best, batch_dims=1)
     best_history = tf.gather(history, best, batch_dims=1) if track_attention else None
     return best_tokens, best_history
-
-
-def _last_tokens(tokens, t):
-    """tokens[..., t - 1] via a one-hot sum (static shapes)."""
-    hit = tf.cast(tf.equal(tf.range(tf.shape(tokens)[-1]), t - 1), tokens.dtype)
-    return tf.reduce_sum(tokens * hit, axis=-1)

@@ -178,11 +178,9 @@ def choose_length_penalty(model, sources, references, candidates=(0.0, 0.6, 1.0)
     results = {}
     for alpha in candidates:
         model.length_penalty = alpha
-        model._searches.clear()
         hypotheses = model.translate(sources, beam_size=beam_size)
         results[alpha] = evaluation.bleu(hypotheses, references, model.target_language)["score"]
     model.length_penalty = max(results, key=results.get)
-    model._searches.clear()
     return results
 
 

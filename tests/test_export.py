@@ -1,0 +1,219 @@
+"""Exports of a shipped translator: SavedModel for TF Serving, TFLite for phones.
+
+Each test checks a promise of the export: the same translations as ``model.translate``
+in a process that cannot import zoo (SavedModel) or TensorFlow (TFLite runner),
+string signatures, no device-specific or non-builtin ops, and the quantized sizes.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.lite.python import schema_py_generated as tflite_schema
+
+import zoo
+from zoo import evaluation, export
+from zoo.data import tatoeba
+from zoo.export.runner import TFLiteTranslator
+
+NAME = "gru_bahdanau_cmn_en"
+
+
+@pytest.fixture(scope="module")
+def model():
+    return zoo.load(NAME)
+
+
+@pytest.fixture(scope="module")
+def test_pairs():
+    """100 pairs of the preset's test split, long and short."""
+    pairs = tatoeba.split(tatoeba.load("cmn"))["test"]
+    return pairs[::len(pairs) // 100][:100]
+
+
+@pytest.fixture(scope="module")
+def sources(test_pairs):
+    return [p.other for p in test_pairs]
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("exports")
+    paths = {"saved_model": export.export(NAME, "saved_model", directory)}
+    for quantize in (None, "float16", "dynamic"):
+        paths[quantize or "float32"] = export.export(
+            NAME, "tflite", directory / (quantize or "float32"), quantize=quantize
+        )
+    return paths
+
+
+def _run_isolated(code, blocked, *args):
+    """Run Python code in a fresh process where importing ``blocked`` fails."""
+    guard = f"import sys; sys.modules[{blocked!r}] = None\n"
+    result = subprocess.run(
+        [sys.executable, "-c", guard + code, *map(str, args)],
+        capture_output=True, text=True, timeout=600, cwd="/",
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+SERVE_WITH_PLAIN_TENSORFLOW = """
+import json
+try:
+    import zoo
+    raise SystemExit("zoo must not be importable here")
+except ImportError:
+    pass
+import tensorflow as tf
+model = tf.saved_model.load(sys.argv[1])
+texts = tf.constant(json.loads(sys.argv[2]))
+greedy = model.signatures["serving_default"](texts=texts)["translations"]
+beam = model.signatures["translate_beam"](texts=texts, beam_size=tf.constant(5))["translations"]
+print(json.dumps({"greedy": [t.decode() for t in greedy.numpy()],
+                  "beam": [t.decode() for t in beam.numpy()]}))
+"""
+
+
+def test_saved_model_serves_model_translate_without_zoo(model, exports, sources):
+    assert exports["saved_model"].parts[-2:] == (NAME, "1")  # TF Serving's layout
+    served = _run_isolated(SERVE_WITH_PLAIN_TENSORFLOW, "zoo", exports["saved_model"],
+                           json.dumps(sources, ensure_ascii=False))
+    assert served["greedy"] == model.translate(sources)
+    assert served["beam"] == model.translate(sources, beam_size=5)
+
+
+def test_saved_model_cli_lists_string_signatures(exports):
+    cli = Path(sys.executable).with_name("saved_model_cli")
+    shown = subprocess.run([str(cli), "show", "--dir", str(exports["saved_model"]), "--all"],
+                           capture_output=True, text=True, timeout=300, check=True).stdout
+    for signature in ("serving_default", "translate_beam"):
+        block = shown.split(f"signature_def['{signature}']:")[1].split("signature_def[")[0]
+        assert "inputs['texts'] tensor_info:\n        dtype: DT_STRING" in block
+        assert "outputs['translations'] tensor_info:\n        dtype: DT_STRING" in block
+    assert "inputs['beam_size'] tensor_info:\n        dtype: DT_INT32" in shown
+
+
+def _saved_model_nodes(directory):
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    saved.ParseFromString((directory / "saved_model.pb").read_bytes())
+    graph = saved.meta_graphs[0].graph_def
+    yield from graph.node
+    for function in graph.library.function:
+        yield from function.node_def
+
+
+def test_saved_model_has_no_device_specific_ops(exports):
+    nodes = list(_saved_model_nodes(exports["saved_model"]))
+    assert any(n.op.endswith("RegexReplace") for n in nodes)  # tokenization is in the graph
+    assert any(n.op in ("While", "StatelessWhile") for n in nodes)
+    assert not [n.op for n in nodes if "Cudnn" in n.op or "GPU" in n.op]
+    # Only TensorFlow's own checkpoint save/restore functions pin ops, to the CPU.
+    assert {n.device for n in nodes} <= {"", "/device:CPU:0", "/device:CPU:*"}
+
+
+def test_saved_model_refuses_a_bad_beam_size(exports):
+    loaded = tf.saved_model.load(str(exports["saved_model"]))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="beam_size must be at least 1"):
+        loaded.signatures["translate_beam"](texts=tf.constant(["你好。"]), beam_size=tf.constant(0))
+
+
+def test_saved_model_export_never_overwrites(model, exports):
+    with pytest.raises(FileExistsError, match="already exists"):
+        export.export(model, "saved_model", exports["saved_model"].parents[1], name=NAME)
+
+
+def _operators(path):
+    buffer = Path(path).read_bytes()
+    flat = tflite_schema.ModelT.InitFromObj(tflite_schema.Model.GetRootAsModel(buffer, 0))
+    names = {v: k for k, v in vars(tflite_schema.BuiltinOperator).items() if k.isupper()}
+    used = {op.opcodeIndex for graph in flat.subgraphs for op in graph.operators}
+    return [
+        (names[flat.operatorCodes[i].builtinCode], flat.operatorCodes[i].customCode)
+        for i in used
+    ]
+
+
+@pytest.mark.parametrize("variant", ["float32", "float16", "dynamic"])
+def test_tflite_uses_builtin_ops_only(exports, variant):
+    operators = _operators(exports[variant])
+    assert ("WHILE", None) in operators  # the decode loop is inside the file
+    assert ("TOPK_V2", None) in operators  # and so is beam search
+    assert not [op for op in operators if op[0] == "CUSTOM" or op[1] is not None]
+
+
+def test_tflite_takes_any_source_length(exports, model):
+    translator = TFLiteTranslator(exports["float32"])
+    source = translator.interpreter.get_signature_runner("greedy").get_input_details()
+    assert list(source["source_ids"]["shape_signature"]) == [1, -1]
+    long_text = "我读了一本书。" * 20  # 140 characters, cut to max_source_length
+    assert translator.translate(long_text) == model.translate(long_text)
+
+
+def test_tflite_float32_is_token_identical_to_keras(model, exports, sources):
+    translator = TFLiteTranslator(exports["float32"])
+    for text in sources:
+        keras_ids, _ = model._search(1, model.max_output_length, False)(
+            tf.constant(model.encode_source([text])))
+        np.testing.assert_array_equal(
+            translator.translate_ids(translator.encode(text)), keras_ids.numpy()[0], err_msg=text
+        )
+    assert translator.translate(sources[:20], beam_size=5) == model.translate(
+        sources[:20], beam_size=5)
+
+
+def test_quantized_tflite_is_small_and_keeps_bleu(exports, test_pairs, sources):
+    references = [p.english for p in test_pairs]
+    sizes = {v: exports[v].stat().st_size for v in ("float32", "float16", "dynamic")}
+    assert sizes["dynamic"] <= 0.30 * sizes["float32"]
+    assert sizes["float16"] <= 0.51 * sizes["float32"]
+    scores = {
+        v: evaluation.bleu(TFLiteTranslator(exports[v]).translate(sources), references,
+                           "en")["score"]
+        for v in sizes
+    }
+    assert abs(scores["float16"] - scores["float32"]) <= 0.5
+    assert scores["dynamic"] >= scores["float32"] - 1.5  # 100 sentences; the benchmark uses all
+
+
+RUN_WITHOUT_TENSORFLOW = """
+import json
+from zoo.export import TFLiteTranslator
+translator = TFLiteTranslator(sys.argv[1])
+print(json.dumps(translator.translate(["我读了一本书。"]) + translator.translate(
+    "我读了一本书。", beam_size=5)))
+"""
+
+
+def test_tflite_runner_needs_no_tensorflow(exports):
+    translations = _run_isolated(RUN_WITHOUT_TENSORFLOW, "tensorflow", exports["dynamic"])
+    assert translations == ["I read a book.", "I read a book."]
+
+
+def test_tflite_runner_errors(exports, tmp_path):
+    translator = TFLiteTranslator(exports["float32"])
+    with pytest.raises(ValueError, match="beam_size 1 or 5; received 3"):
+        translator.translate("你好。", beam_size=3)
+    with pytest.raises(FileNotFoundError, match="missing: .*nothing.json"):
+        TFLiteTranslator(tmp_path / "nothing.tflite")
+    (tmp_path / "other.tflite").write_bytes(exports["float32"].read_bytes())
+    (tmp_path / "other.json").write_text('{"format": "something else"}')
+    with pytest.raises(ValueError, match="not a zoo TFLite translator config"):
+        TFLiteTranslator(tmp_path / "other.tflite")
+
+
+def test_export_errors(model, tmp_path):
+    with pytest.raises(ValueError, match="Unknown export format 'onnx'; available: saved_model"):
+        export.export(model, "onnx", tmp_path, name="x")
+    with pytest.raises(ValueError, match="Unknown quantization 'int4'"):
+        export.export(model, "tflite", tmp_path, name="x", quantize="int4")
+    with pytest.raises(ValueError, match="beam_size must be an integer of at least 2"):
+        export.export(model, "tflite", tmp_path, name="x", beam_size=1)

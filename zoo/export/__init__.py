@@ -1,0 +1,56 @@
+"""Exports: derived artifacts for serving, written by ``zoo export``.
+
+Two formats, one registry (keyed like ``zoo export --format``):
+
+- ``saved_model``: TF Serving's layout ``DIR/NAME/1/``; strings in, strings out --
+  tokenization, encoder, decode loop and detokenization all in one graph.
+- ``tflite``: ``DIR/NAME.tflite`` (token ids in, token ids out, builtin ops only,
+  greedy and beam search inside) and ``DIR/NAME.json`` (the tokenizer rules and
+  vocabularies a phone needs). ``TFLiteTranslator`` runs it with LiteRT alone.
+
+TensorFlow is imported only by the exporters: ``TFLiteTranslator`` needs just
+``ai_edge_litert`` and numpy, as a mobile app would.
+"""
+
+import importlib
+
+FORMATS = {
+    "saved_model": ("zoo.export.saved_model", "export_saved_model"),
+    "tflite": ("zoo.export.tflite", "export_tflite"),
+}
+QUANTIZATIONS = ("float16", "dynamic")
+TFLITE_CONFIG_FORMAT = "zoo-tflite-translator/1"  # the "format" field of NAME.json
+
+
+def export(model, format, directory, name=None, **options):
+    """Export a translation model (or a preset name) in ``format``; returns the path written.
+
+    Options: ``quantize`` (TFLite: ``"float16"`` or ``"dynamic"``) and ``beam_size``
+    (TFLite: the beam width compiled into the ``beam`` signature, default 5).
+    """
+    if format not in FORMATS:
+        raise ValueError(
+            f"Unknown export format {format!r}; available: {', '.join(FORMATS)}."
+        )
+    if isinstance(model, str):
+        import zoo
+
+        name = name or model
+        model = zoo.load(model)
+    if name is None:
+        raise ValueError("Give the export a name (name=...), or pass a preset name as model.")
+    if not hasattr(model, "generate_ids"):
+        raise ValueError(
+            f"Only translation models can be exported so far; received {type(model).__name__}."
+        )
+    module_name, function_name = FORMATS[format]
+    exporter = getattr(importlib.import_module(module_name), function_name)
+    return exporter(model, directory, name, **options)
+
+
+def __getattr__(name):
+    if name == "TFLiteTranslator":
+        from zoo.export.runner import TFLiteTranslator
+
+        return TFLiteTranslator
+    raise AttributeError(f"module 'zoo.export' has no attribute {name!r}")
