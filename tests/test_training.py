@@ -84,3 +84,30 @@ def test_train_on_a_tensorflow_datasets_corpus(recipe_file, tmp_path):
     assert (metadata["source_language"], metadata["target_language"]) == ("pt", "en")
     assert metadata["data"]["file"] == "tfds:ted_hrlr_translate/pt_to_en"
     assert metadata["data"]["pairs"] == {"train": 16, "validation": 16, "test": 16}
+
+
+def test_retune_decoding_rescores_without_touching_the_weights(recipe_file, pairs_file,
+                                                               tmp_path):
+    data_dir = tmp_path / "data"
+    (data_dir / "tatoeba").mkdir(parents=True)
+    (data_dir / "tatoeba" / "fra-eng.tsv").write_bytes(pairs_file.read_bytes())
+    out = tmp_path / "tiny_fra"
+    assert main(["train", str(recipe_file), "--data-dir", str(data_dir), "--out", str(out),
+                 "--epochs", "1", "--log-dir", str(tmp_path / "logs")]) == 0
+    before = zoo.load(out).get_weights()
+    assert main(["train", str(recipe_file), "--retune-decoding", "--data-dir", str(data_dir),
+                 "--out", str(out)]) == 0
+    metadata = zoo.describe(out)
+    assert metadata["training"]["decoding_retuned"]["length_penalties"] == list(
+        training.LENGTH_PENALTIES)
+    assert metadata["length_penalty"] in training.LENGTH_PENALTIES
+    assert zoo.load(out).length_penalty == metadata["length_penalty"]
+    assert metadata["training"]["epochs_run"] == 1  # the training record is kept
+    for old, new in zip(before, zoo.load(out).get_weights()):
+        assert (old == new).all()
+    assert "re-chosen on validation" in (out / "README.md").read_text()
+
+
+def test_retune_decoding_needs_a_tatoeba_preset(toy_preset, capsys):
+    with pytest.raises(ValueError, match="was not trained by `zoo train` on a Tatoeba corpus"):
+        training.retune_decoding(toy_preset)

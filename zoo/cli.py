@@ -116,6 +116,13 @@ def _command_train(args):
     from zoo import training
 
     recipe = training.load_recipe(args.recipe)
+    if args.retune_decoding:
+        from zoo import presets
+
+        directory = training.retune_decoding(
+            args.out or presets.presets_root() / recipe["name"], data_dir=args.data_dir)
+        print(f"preset re-scored in {directory}")
+        return 0
     command = "zoo " + shlex.join(args.argv)
     directory = training.train(
         recipe, out_dir=args.out, epochs=args.epochs, data_file=args.data,
@@ -186,6 +193,9 @@ def build_parser():
                        help="a tensorflow-datasets translation corpus, e.g. ted_hrlr_translate/pt_to_en")
     train.add_argument("--data-dir", help="folder holding tatoeba/ (default $ZOO_DATA_DIR or ../shared/data)")
     train.add_argument("--log-dir", help="TensorBoard log folder (default runs/NAME)")
+    train.add_argument("--retune-decoding", action="store_true",
+                       help="do not train: re-choose the beam length penalty of the trained "
+                            "preset on validation and re-score its test split")
     train.set_defaults(run=_command_train)
 
     exporting = commands.add_parser("export", help="export a preset for TF Serving or TFLite")

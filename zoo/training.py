@@ -173,7 +173,10 @@ def score_translations(model, sources, references, beam_size=1):
     }, hypotheses
 
 
-def choose_length_penalty(model, sources, references, candidates=(0.0, 0.6, 1.0), beam_size=5):
+LENGTH_PENALTIES = (0.0, 0.6, 1.0, 1.5, 2.0)
+
+
+def choose_length_penalty(model, sources, references, candidates=LENGTH_PENALTIES, beam_size=5):
     """The GNMT alpha that scores best on the validation split (never the test split)."""
     results = {}
     for alpha in candidates:
@@ -236,10 +239,34 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
             "machine": _machine(),
         },
         "validation_bleu": _tune_decoding(model, *splits["validation"], printer),
+        "length_penalty": model.length_penalty,
         "weights_dtype": recipe.get("weights_dtype", "float32"),
     }
     out_dir = Path(out_dir or presets.presets_root() / recipe["name"])
     return _score_and_ship(model, out_dir, metadata, splits["test"], printer)
+
+
+def retune_decoding(directory, data_dir=None, printer=print):
+    """Re-choose the length penalty of a trained preset on its validation split and
+    re-score its test split; the weights and the training record stay as they are."""
+    directory = Path(directory)
+    metadata = presets.describe(directory)
+    # A user's TSV or a tfds corpus: its splits cannot be rebuilt from the metadata.
+    if "url" not in metadata.get("data", {}) or "recipe" not in metadata.get("training", {}):
+        raise ValueError(
+            f"{directory} was not trained by `zoo train` on a Tatoeba corpus; only such "
+            "presets can be re-scored."
+        )
+    recipe = metadata["training"]["recipe"]
+    splits = read_splits(recipe, data_dir=data_dir)
+    model = presets.load(directory)
+    metadata["validation_bleu"] = _tune_decoding(model, *splits["validation"], printer)
+    metadata["length_penalty"] = model.length_penalty
+    metadata["training"]["decoding_retuned"] = {
+        "command": f"zoo train {recipe['name']} --retune-decoding",
+        "length_penalties": list(LENGTH_PENALTIES),
+    }
+    return _score_and_ship(model, directory, metadata, splits["test"], printer)
 
 
 def _fit(model, recipe, splits, epochs, log_dir):
@@ -351,8 +378,13 @@ def model_card(metadata):
         f"{training['wall_time_seconds'] / 60:.0f} min on {training['machine']}",
         f"- weights stored as {metadata['weights_dtype']}; file size "
         f"{metadata.get('size_bytes', 0) / 1e6:.1f} MB",
-        "",
     ]
-    return "\n".join(lines)
+    if "decoding_retuned" in training:
+        retuned = training["decoding_retuned"]
+        lines.append(f"- beam length penalty re-chosen on validation from "
+                     f"{retuned['length_penalties']} after training: `{retuned['command']}`")
+    if "length_penalty" in metadata:
+        lines.append(f"- beam length penalty: {metadata['length_penalty']}")
+    return "\n".join(lines + [""])
 
 
