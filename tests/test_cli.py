@@ -103,3 +103,23 @@ def test_evaluate_empty_file_is_a_clear_error(toy_preset, tmp_path):
     result = _zoo("evaluate", toy_preset, "--data", data)
     assert result.returncode == 2
     assert result.stderr == f"zoo: error: {data} holds no sentence pairs.\n"
+
+
+def test_export_writes_the_files_and_nothing_but_our_line(toy_preset, tmp_path):
+    result = _zoo("export", toy_preset, "--format", "tflite", "--quantize", "dynamic",
+                  "--out", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (f"tflite export of {toy_preset} written to "
+                             f"{tmp_path / (toy_preset.name + '.tflite')}\n")
+    assert result.stderr == ""  # the converter's notes are filtered
+    assert (tmp_path / f"{toy_preset.name}.json").is_file()
+
+
+def test_export_and_benchmark_usage_errors(toy_preset, tmp_path):
+    result = _zoo("export", toy_preset, "--format", "saved_model", "--quantize", "dynamic",
+                  "--out", tmp_path)
+    assert (result.returncode, result.stderr) == (
+        2, "zoo: error: --quantize applies to --format tflite only.\n")
+    result = _zoo("benchmark", "translate")
+    assert (result.returncode, result.stderr) == (
+        2, "zoo: error: zoo benchmark translate needs a preset name.\n")

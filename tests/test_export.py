@@ -217,3 +217,35 @@ def test_export_errors(model, tmp_path):
         export.export(model, "tflite", tmp_path, name="x", quantize="int4")
     with pytest.raises(ValueError, match="beam_size must be an integer of at least 2"):
         export.export(model, "tflite", tmp_path, name="x", beam_size=1)
+
+
+@pytest.mark.parametrize("kind", ["attention", "bottleneck"])
+def test_both_architectures_export_after_translating(toy_translators, kind, tmp_path):
+    from conftest import SOURCES
+
+    model = toy_translators[kind]
+    expected = model.translate(SOURCES)  # fills the model's cache of traced searches
+    saved = tf.saved_model.load(str(export.export(model, "saved_model", tmp_path, name=kind)))
+    served = saved.signatures["serving_default"](texts=tf.constant(SOURCES))["translations"]
+    assert [t.decode() for t in served.numpy()] == expected
+    translator = TFLiteTranslator(export.export(model, "tflite", tmp_path, name=kind))
+    assert translator.translate(SOURCES) == expected
+    assert translator.translate(SOURCES, beam_size=5) == model.translate(SOURCES, beam_size=5)
+
+
+def test_tracing_without_cudnn_restores_the_layers():
+    import keras
+
+    from zoo.export.graph import without_cudnn
+
+    model = keras.Sequential([keras.Input((3, 2)), keras.layers.Bidirectional(zoo.layers.GRU(4))])
+    directions = (model.layers[0].forward_layer, model.layers[0].backward_layer)
+    with without_cudnn(model):
+        assert [d.use_cudnn for d in directions] == [False, False]
+    assert [d.use_cudnn for d in directions] == ["auto", "auto"]
+
+
+def test_an_export_name_is_a_plain_file_name(model, tmp_path):
+    for name in (None, "", "../x", "a/b"):
+        with pytest.raises(ValueError, match="must be a plain file name"):
+            export.export(model, "tflite", tmp_path, name=name)

@@ -14,9 +14,9 @@ import importlib
 from zoo.presets import PresetError, describe, list_models, load
 
 __version__ = "0.1.0"
-__all__ = ["list_models", "describe", "load", "PresetError", "layers", "models"]
+__all__ = ["list_models", "describe", "load", "PresetError", "layers", "models", "export"]
 
-_LAZY_SUBMODULES = {"layers", "models", "decoding", "benchmark"}
+_LAZY_SUBMODULES = {"layers", "models", "decoding", "benchmark", "export"}
 
 
 def __getattr__(name):

@@ -13,6 +13,8 @@ TensorFlow is imported only by the exporters: ``TFLiteTranslator`` needs just
 """
 
 import importlib
+import os
+from pathlib import Path
 
 FORMATS = {
     "saved_model": ("zoo.export.saved_model", "export_saved_model"),
@@ -32,13 +34,16 @@ def export(model, format, directory, name=None, **options):
         raise ValueError(
             f"Unknown export format {format!r}; available: {', '.join(FORMATS)}."
         )
-    if isinstance(model, str):
+    if isinstance(model, (str, os.PathLike)):
         import zoo
 
-        name = name or model
+        name = name or Path(model).name  # a preset's name, or its folder's
         model = zoo.load(model)
-    if name is None:
-        raise ValueError("Give the export a name (name=...), or pass a preset name as model.")
+    if not name or Path(name).name != name:
+        raise ValueError(
+            f"An export's name must be a plain file name; received {name!r} "
+            "(give name=..., or pass a preset name as model)."
+        )
     if not hasattr(model, "generate_ids"):
         raise ValueError(
             f"Only translation models can be exported so far; received {type(model).__name__}."

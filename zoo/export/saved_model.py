@@ -86,17 +86,17 @@ def export_saved_model(model, directory, name):
     path = Path(directory) / name / str(VERSION)
     if path.exists():
         raise FileExistsError(f"{path} already exists; remove it or choose another --out.")
-    without_cudnn(model)
     codec = GraphTextCodec(model)
     serving_default, translate_beam = _serving_functions(model, codec)
     texts = tf.TensorSpec([None], tf.string, name="texts")
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.track(codec.source_table)
-    archive.add_endpoint("serving_default", serving_default, input_signature=[texts])
-    archive.add_endpoint(
-        "translate_beam", translate_beam,
-        input_signature=[texts, tf.TensorSpec([], tf.int32, name="beam_size")],
-    )
-    archive.write_out(str(path), verbose=False)
+    with without_cudnn(model):
+        archive = keras.export.ExportArchive()
+        archive.track(model)
+        archive.track(codec.source_table)
+        archive.add_endpoint("serving_default", serving_default, input_signature=[texts])
+        archive.add_endpoint(
+            "translate_beam", translate_beam,
+            input_signature=[texts, tf.TensorSpec([], tf.int32, name="beam_size")],
+        )
+        archive.write_out(str(path), verbose=False)
     return path

@@ -56,8 +56,8 @@ def _decoding_module(model, beam_size):
 
 def convert(model, beam_size=5, quantize=None):
     """The .tflite flatbuffer (bytes) of a translation model."""
-    without_cudnn(model)
-    module = _decoding_module(model, beam_size)
+    with without_cudnn(model):
+        module = _decoding_module(model, beam_size)
     with tempfile.TemporaryDirectory() as staging:
         signatures = {name: getattr(module, name).get_concrete_function() for name in SIGNATURES}
         tf.saved_model.save(module, staging, signatures=signatures)

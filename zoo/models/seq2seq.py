@@ -203,7 +203,10 @@ class Seq2Seq(keras.Model):
     @length_penalty.setter
     def length_penalty(self, alpha):
         self._length_penalty = alpha
-        self._searches = {}  # traced searches captured the old value
+        # Traced searches captured the old value. The cache is kept out of Keras/TF
+        # attribute tracking: it is not model state, and SavedModel export cannot
+        # save a tracked dict with tuple keys.
+        object.__setattr__(self, "_searches", {})
 
     def generate_ids(self, source_ids, beam_size=1, max_length=None, return_attention=False):
         """Decode a batch of padded source ids (graph-friendly; used by every runtime).
