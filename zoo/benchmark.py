@@ -121,14 +121,6 @@ def benchmark_layers(batch=64, steps=50, input_dim=256, units=256, rounds=7, rep
 TUTORIAL_SENTENCES_PER_SECOND = 940
 
 
-def _test_split(name, data_dir=None):
-    """(sources, references) of a translation preset's test split."""
-    from zoo import presets, training
-
-    recipe = presets.describe(name)["training"]["recipe"]
-    return training.read_splits(recipe, data_dir=data_dir)["test"]
-
-
 def _translation_runtimes(model, name, directory):
     """Translate functions ``(texts, beam_size) -> list[str]`` for every runtime, and the
     TFLite files by variant."""
@@ -168,10 +160,10 @@ def benchmark_translate(name, latency_sentences=16, batch=64, rounds=5, data_dir
     import tempfile
 
     import zoo
-    from zoo import evaluation
+    from zoo import evaluation, training
 
     model = zoo.load(name)
-    sources, references = _test_split(name, data_dir)
+    sources, references = training.preset_splits(name, data_dir)["test"]
     stride = max(len(sources) // batch, 1)
     batch_texts = sources[::stride][:batch]
     latency_texts = batch_texts[:latency_sentences]
@@ -200,7 +192,7 @@ def benchmark_translate(name, latency_sentences=16, batch=64, rounds=5, data_dir
                 results["speed"].append(row)
                 printer(f"{runtime:<16}{'greedy' if beam == 1 else 'beam 5':<9}"
                         f"{row['latency_ms']:>11.2f}{row['sentences_per_second']:>13.0f}")
-        _print_speed_ratios(results, printer)
+        _print_speed_ratios(results, len(batch_texts), printer)
 
         printer(f"TFLite files, BLEU (greedy) on all {len(sources)} test sentences:")
         float32_size = tflite["float32"].stat().st_size
@@ -214,7 +206,7 @@ def benchmark_translate(name, latency_sentences=16, batch=64, rounds=5, data_dir
     return results
 
 
-def _print_speed_ratios(results, printer):
+def _print_speed_ratios(results, batch, printer):
     speed = {(r["runtime"], r["beam_size"]): r for r in results["speed"]}
     tflite_vs_saved = (speed["tflite_float32", 1]["latency_ms"]
                        / speed["saved_model", 1]["latency_ms"])
@@ -223,6 +215,6 @@ def _print_speed_ratios(results, printer):
         ratio = speed[runtime, 5]["latency_ms"] / speed[runtime, 1]["latency_ms"]
         printer(f"{runtime} beam 5 / greedy latency: {ratio:.2f} (target <= 2.5)")
     best = max(speed[r, 1]["sentences_per_second"] for r in ("keras", "saved_model"))
-    printer(f"greedy batch-{64} throughput, best of Keras/SavedModel: {best:.0f} sentences/s = "
+    printer(f"greedy batch-{batch} throughput, best of Keras/SavedModel: {best:.0f} sentences/s = "
             f"{best / TUTORIAL_SENTENCES_PER_SECOND:.2f}x the TF tutorial's "
             f"{TUTORIAL_SENTENCES_PER_SECOND} (reported, not re-measured)")

@@ -150,6 +150,7 @@ class UsageError(Exception):
 
 
 def build_parser():
+    from zoo import export  # its registry only: no TensorFlow
     parser = argparse.ArgumentParser(
         prog="zoo", description="Classic sequence models for Keras 3: pretrained, exportable."
     )
@@ -200,9 +201,9 @@ def build_parser():
 
     exporting = commands.add_parser("export", help="export a preset for TF Serving or TFLite")
     exporting.add_argument("name")
-    exporting.add_argument("--format", required=True, choices=["saved_model", "tflite"])
+    exporting.add_argument("--format", required=True, choices=list(export.FORMATS))
     exporting.add_argument("--out", required=True, help="folder to write into")
-    exporting.add_argument("--quantize", choices=["float16", "dynamic"],
+    exporting.add_argument("--quantize", choices=export.QUANTIZATIONS,
                            help="TFLite weights: float16, or int8 dynamic-range (default float32)")
     exporting.add_argument("--beam-size", type=int, default=5,
                            help="TFLite: the beam width of the 'beam' signature (default 5)")

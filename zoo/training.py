@@ -61,6 +61,18 @@ def read_splits(recipe, data_file=None, data_dir=None):
     }
 
 
+def preset_splits(name_or_directory, data_dir=None):
+    """The train/validation/test splits a preset was trained and scored on."""
+    metadata = presets.describe(name_or_directory)
+    # A user's TSV or a tfds corpus: its splits cannot be rebuilt from the metadata.
+    if "url" not in metadata.get("data", {}) or "recipe" not in metadata.get("training", {}):
+        raise ValueError(
+            f"{name_or_directory} was not trained by `zoo train` on a Tatoeba corpus; only "
+            "such presets can be re-scored or benchmarked on their test split."
+        )
+    return read_splits(metadata["training"]["recipe"], data_dir=data_dir)
+
+
 def read_tfds_splits(dataset_name):
     """Splits and languages of a tensorflow-datasets translation corpus.
 
@@ -250,15 +262,9 @@ def retune_decoding(directory, data_dir=None, printer=print):
     """Re-choose the length penalty of a trained preset on its validation split and
     re-score its test split; the weights and the training record stay as they are."""
     directory = Path(directory)
+    splits = preset_splits(directory, data_dir)
     metadata = presets.describe(directory)
-    # A user's TSV or a tfds corpus: its splits cannot be rebuilt from the metadata.
-    if "url" not in metadata.get("data", {}) or "recipe" not in metadata.get("training", {}):
-        raise ValueError(
-            f"{directory} was not trained by `zoo train` on a Tatoeba corpus; only such "
-            "presets can be re-scored."
-        )
     recipe = metadata["training"]["recipe"]
-    splits = read_splits(recipe, data_dir=data_dir)
     model = presets.load(directory)
     metadata["validation_bleu"] = _tune_decoding(model, *splits["validation"], printer)
     metadata["length_penalty"] = model.length_penalty

@@ -3,11 +3,9 @@
 import json
 from pathlib import Path
 
-import numpy as np
-
 from zoo.export import TFLITE_CONFIG_FORMAT
-from zoo.text import tokenizers
-from zoo.text.vocabulary import Vocabulary, pad_batch
+from zoo.text import codec
+from zoo.text.vocabulary import Vocabulary
 
 
 class TFLiteTranslator:
@@ -46,9 +44,8 @@ class TFLiteTranslator:
         }
 
     def encode(self, text):
-        tokens = tokenizers.tokenize(text, self.config["source_language"])
-        tokens = tokens[: self.config["max_source_length"]]
-        return pad_batch([self.source_vocabulary.encode(tokens)])
+        return codec.encode_sources([text], self.config["source_language"],
+                                    self.source_vocabulary, self.config["max_source_length"])
 
     def translate_ids(self, source_ids, beam_size=1):
         """Output ids ``[max_output_length]`` for source ids ``[1, S]``."""
@@ -62,9 +59,7 @@ class TFLiteTranslator:
     def translate(self, texts, beam_size=1):
         texts = [texts] if isinstance(texts, str) else list(texts)
         return [
-            tokenizers.detokenize(
-                self.target_vocabulary.decode(self.translate_ids(self.encode(t), beam_size)),
-                self.config["target_language"],
-            )
+            codec.decode_target(self.translate_ids(self.encode(t), beam_size),
+                                self.config["target_language"], self.target_vocabulary)
             for t in texts
         ]

@@ -103,7 +103,8 @@ def export_tflite(model, directory, name, quantize=None, beam_size=5):
     """Write ``directory/name.tflite`` and ``directory/name.json``; returns the .tflite path."""
     if quantize is not None and quantize not in QUANTIZATIONS:
         raise ValueError(
-            f"Unknown quantization {quantize!r}; accepted: float16, dynamic (or none)."
+            f"Unknown quantization {quantize!r}; accepted: {', '.join(QUANTIZATIONS)} "
+            "(or none)."
         )
     if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 2:
         raise ValueError(f"beam_size must be an integer of at least 2; received {beam_size!r}.")

@@ -22,7 +22,7 @@ from keras.src import backend
 
 import zoo.layers
 from zoo import decoding
-from zoo.text import tokenizers
+from zoo.text import codec, tokenizers
 from zoo.text.vocabulary import END_ID, PAD_ID, START_ID, Vocabulary, pad_batch
 
 SOURCE_VOCABULARY_FILE = "source_vocabulary.txt"
@@ -145,13 +145,13 @@ class Seq2Seq(keras.Model):
 
     # -- text <-> ids ------------------------------------------------------------------------
     def source_tokens(self, text):
-        return tokenizers.tokenize(text, self.source_language)[: self.max_source_length]
+        return codec.source_tokens(text, self.source_language, self.max_source_length)
 
     def encode_source(self, texts):
         """Padded source ids ``[batch, longest]`` (int32) for a list of strings."""
         self._require_vocabularies()
-        rows = [self.source_vocabulary.encode(self.source_tokens(t)) for t in texts]
-        return pad_batch(rows)
+        return codec.encode_sources(texts, self.source_language, self.source_vocabulary,
+                                    self.max_source_length)
 
     def encode_target(self, texts):
         """(decoder inputs ``[START] y``, decoder targets ``y [END]``), padded, int32."""
@@ -163,7 +163,7 @@ class Seq2Seq(keras.Model):
         return pad_batch([[START_ID] + r for r in rows]), pad_batch([r + [END_ID] for r in rows])
 
     def decode_target(self, ids):
-        return tokenizers.detokenize(self.target_vocabulary.decode(ids), self.target_language)
+        return codec.decode_target(ids, self.target_language, self.target_vocabulary)
 
     # -- the network -----------------------------------------------------------------------
     def logits(self, features, training=False, output_kernel=None):
