@@ -71,3 +71,23 @@ def toy_preset(toy_translators, tmp_path_factory):
 
     directory = tmp_path_factory.mktemp("presets") / "toy_zh_en"
     return presets.save(toy_translators["attention"], directory, metadata={"task": "translation"})
+
+
+def tflite_operators(path):
+    """``(builtin name, custom code)`` of every operator a .tflite file uses."""
+    from pathlib import Path
+
+    from tensorflow.lite.python import schema_py_generated as tflite_schema
+
+    buffer = Path(path).read_bytes()
+    flat = tflite_schema.ModelT.InitFromObj(tflite_schema.Model.GetRootAsModel(buffer, 0))
+    names = {v: k for k, v in vars(tflite_schema.BuiltinOperator).items() if k.isupper()}
+    used = {op.opcodeIndex for graph in flat.subgraphs for op in graph.operators}
+    return [
+        (names[flat.operatorCodes[i].builtinCode], flat.operatorCodes[i].customCode)
+        for i in used
+    ]
+
+
+def builtin_only(operators):
+    return not [op for op in operators if op[0] == "CUSTOM" or op[1] is not None]

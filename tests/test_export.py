@@ -14,12 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow.lite.python import schema_py_generated as tflite_schema
 
 import zoo
 from zoo import evaluation, export
 from zoo.data import tatoeba
 from zoo.export.runner import TFLiteTranslator
+
+from conftest import tflite_operators as _operators
 
 NAME = "gru_bahdanau_cmn_en"
 
@@ -131,17 +132,6 @@ def test_saved_model_export_never_overwrites(model, exports):
         export.export(model, "saved_model", exports["saved_model"].parents[1], name=NAME)
 
 
-def _operators(path):
-    buffer = Path(path).read_bytes()
-    flat = tflite_schema.ModelT.InitFromObj(tflite_schema.Model.GetRootAsModel(buffer, 0))
-    names = {v: k for k, v in vars(tflite_schema.BuiltinOperator).items() if k.isupper()}
-    used = {op.opcodeIndex for graph in flat.subgraphs for op in graph.operators}
-    return [
-        (names[flat.operatorCodes[i].builtinCode], flat.operatorCodes[i].customCode)
-        for i in used
-    ]
-
-
 @pytest.mark.parametrize("variant", ["float32", "float16", "dynamic"])
 def test_tflite_uses_builtin_ops_only(exports, variant):
     operators = _operators(exports[variant])
@@ -206,7 +196,7 @@ def test_tflite_runner_errors(exports, tmp_path):
         TFLiteTranslator(tmp_path / "nothing.tflite")
     (tmp_path / "other.tflite").write_bytes(exports["float32"].read_bytes())
     (tmp_path / "other.json").write_text('{"format": "something else"}')
-    with pytest.raises(ValueError, match="not a zoo TFLite translator config"):
+    with pytest.raises(ValueError, match="is not the config of this kind of zoo TFLite model"):
         TFLiteTranslator(tmp_path / "other.tflite")
 
 

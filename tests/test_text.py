@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from zoo.data import tatoeba
 from zoo.text import Vocabulary, detokenize, tf_detokenize, tf_tokenize, tokenize
+from zoo.text.tokenizers import SPACE_TOKEN
 from zoo.text.vocabulary import END_ID, OOV_ID, PAD_ID, START_ID, pad_batch
 
 ROUND_TRIPS = {
@@ -14,6 +15,7 @@ ROUND_TRIPS = {
     "fr": ["Je l'ai lu aujourd'hui.", "Qui êtes-vous ?", "« Bonjour », dit-il.",
            "Il est 5 h : on y va !"],
     "zh": ["我读了一本书。", "你好，Tom！", "我有100块钱。", "他说：“好的。”"],
+    "char": ["30 novembre 2026", "2026年11月30日", "535+61", "30 нояб. 2026 г.", "a'b-c d"],
 }
 
 
@@ -32,6 +34,22 @@ def test_tokens_split_punctuation_and_keep_words_whole():
         "你", "好", "，", "Tom", "！", "我", "有", "100", "块", "。"]
 
 
+def test_characters_are_tokens_and_spaces_a_visible_token():
+    assert tokenize("30.11. 26", "char") == ["3", "0", ".", "1", "1", ".", SPACE_TOKEN, "2", "6"]
+    # Runs of spaces count as one; spaces at either end are dropped.
+    assert tokenize("  Nov  30 ", "char") == ["N", "o", "v", SPACE_TOKEN, "3", "0"]
+    assert tokenize(" \u3000 ", "char") == []
+
+
+def test_python_and_tensorflow_agree_at_character_level():
+    texts = ROUND_TRIPS["char"] + ["  Nov  30 ", "", "x\u202fy", "日\n本"]
+    in_graph = tf_tokenize(tf.constant(texts), "char").to_list()
+    assert [[t.decode() for t in row] for row in in_graph] == [tokenize(t, "char") for t in texts]
+    tokens = tf.ragged.constant([tokenize(t, "char") for t in texts], dtype=tf.string)
+    assert [t.decode() for t in tf_detokenize(tokens, "char").numpy()] == [
+        detokenize(tokenize(t, "char"), "char") for t in texts]
+
+
 def test_unicode_spaces_and_curly_apostrophes_are_normalised():
     assert tokenize("C\u2019est\u202f!", "fr") == ["C'", "est", "!"]
     assert tokenize("a\u00a0b\u3000c\u200bd", "en") == ["a", "b", "cd"]
@@ -39,7 +57,7 @@ def test_unicode_spaces_and_curly_apostrophes_are_normalised():
 
 
 def test_unknown_language_is_refused():
-    with pytest.raises(ValueError, match="Unsupported language 'ja'; supported: en, fr, zh, de"):
+    with pytest.raises(ValueError, match="Unsupported language 'ja'; supported: en, fr, zh, en_ptb, char, de"):
         tokenize("こんにちは", "ja")
 
 

@@ -68,8 +68,9 @@ def test_other_data_needs_an_output_directory(recipe_file, pairs_file, capsys):
 
 def test_unknown_recipe_lists_the_known_ones(capsys):
     assert main(["train", "no_such_recipe"]) == 2
-    assert "Recipe 'no_such_recipe' not found. Known recipes: gru_bahdanau_cmn_en" in \
-        capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert error.startswith("zoo: error: Recipe 'no_such_recipe' not found. Known recipes: ")
+    assert "gru_bahdanau_cmn_en, gru_bahdanau_dates" in error
 
 
 def test_train_on_a_tensorflow_datasets_corpus(recipe_file, tmp_path):
@@ -111,3 +112,35 @@ def test_retune_decoding_rescores_without_touching_the_weights(recipe_file, pair
 def test_retune_decoding_needs_a_tatoeba_preset(toy_preset, capsys):
     with pytest.raises(ValueError, match="was not trained by `zoo train` on a Tatoeba corpus"):
         training.retune_decoding(toy_preset)
+
+
+def test_a_generated_task_trains_and_is_scored_by_exact_match(tmp_path, capsys):
+    recipe = dict(training.load_recipe("lstm_seq2seq_addition"), name="tiny_addition",
+                  examples={"train": 256, "validation": 32, "test": 40},
+                  model_config={"embedding_dim": 8, "units": 8, "max_output_length": 5},
+                  batch_size=64)
+    out = training.train(recipe, out_dir=tmp_path / "tiny_addition", epochs=1,
+                         log_dir=tmp_path / "logs")
+    metadata = zoo.describe(out)
+    assert metadata["metric"] == "exact_match" and metadata["task"] == "addition"
+    assert metadata["data"]["generator"] == "zoo.data.generated.additions"
+    for decoding in ("greedy", "beam5"):
+        result = metadata["test"][decoding]["exact_match"]
+        assert result["examples"] == 40 and result["score"] == round(100 * result["correct"] / 40, 2)
+    assert set(metadata["validation_exact_match"]) == {"greedy", "beam5"}
+    assert "| greedy | " in (out / "README.md").read_text()
+    # zoo evaluate scores a TSV of (input, expected) pairs the same way.
+    data = tmp_path / "sums.tsv"
+    data.write_text("1+1\t2\n20+22\t42\n", encoding="utf-8")
+    assert main(["evaluate", str(out), "--data", str(data), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["metric"] == "exact_match" and result["examples"] == 2
+    model = zoo.load(out)
+    assert result["value"] == 50.0 * sum(
+        h == r for h, r in zip(model.translate(["1+1", "20+22"]), ["2", "42"]))
+
+
+def test_generated_tasks_take_no_data_file(tmp_path, pairs_file):
+    recipe = training.load_recipe("gru_bahdanau_dates")
+    with pytest.raises(ValueError, match="generates \\(dates\\); it takes no --data file"):
+        training.train(recipe, out_dir=tmp_path / "x", data_file=pairs_file)

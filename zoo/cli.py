@@ -53,13 +53,20 @@ def _read_texts(args):
     return [line.rstrip("\n") for line in sys.stdin]
 
 
-def _load_translator(name):
+def _load_for(name, method, what):
+    """A preset whose model can ``method`` (translate, generate, classify)."""
     import zoo
 
     model = zoo.load(name)
-    if not hasattr(model, "translate"):
-        raise UsageError(f"{name!r} is not a translation model.")
+    if not hasattr(model, method):
+        kinds = [n for n in zoo.list_models() if zoo.describe(n).get("task") == what]
+        raise UsageError(f"{name!r} is a {zoo.describe(name).get('task', 'other')} model, not "
+                         f"a {what} model; {what} presets: {', '.join(kinds) or 'none'}.")
     return model
+
+
+def _load_translator(name):
+    return _load_for(name, "translate", "translation")
 
 
 def _command_translate(args):
@@ -67,6 +74,23 @@ def _command_translate(args):
     texts = _read_texts(args)
     for translation in model.translate(texts, beam_size=args.beam, max_length=args.max_length):
         print(translation)
+    return 0
+
+
+def _command_generate(args):
+    model = _load_for(args.name, "generate", "language_modeling")
+    print(args.prompt, end="", flush=True)
+    for character in model.stream(args.prompt, args.length, args.temperature, args.seed):
+        print(character, end="", flush=True)  # as it is produced
+    print()
+    return 0
+
+
+def _command_classify(args):
+    model = _load_for(args.name, "classify", "classification")
+    texts = _read_texts(args)
+    for text, result in zip(texts, model.classify(texts)):
+        print(f"{result['label']}\t{result['probability']:.3f}\t{text}")
     return 0
 
 
@@ -84,22 +108,78 @@ def _command_attention(args):
 
 
 def _command_evaluate(args):
+    import zoo
+
+    task = zoo.describe(args.name).get("task")
+    if task == "language_modeling":
+        return _evaluate_language_model(args)
+    if task == "classification":
+        return _evaluate_classifier(args)
+    return _evaluate_seq2seq(args)
+
+
+def _print_result(args, result, text):
+    print(text)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    return 0
+
+
+def _evaluate_language_model(args):
+    import math
+
+    from zoo.data import shakespeare
+
+    model = _load_for(args.name, "generate", "language_modeling")
+    text = shakespeare.read_text(args.data)
+    nats, characters = model.nats_per_char(text), len(text) - 1
+    return _print_result(args, {"metric": "nats_per_char", "value": round(nats, 4),
+                                "examples": characters, "bits_per_char": round(nats / math.log(2), 4)},
+                         f"{nats:.4f} nats/char ({nats / math.log(2):.4f} bits/char) over "
+                         f"{characters:,} characters")
+
+
+def _evaluate_classifier(args):
+    from zoo.data import sst2
+    from zoo.training_classifier import accuracy
+
+    model = _load_for(args.name, "classify", "classification")
+    sentences, labels = sst2.read_tsv(args.data)
+    if not sentences:
+        raise UsageError(f"{args.data} holds no sentences.")
+    value = accuracy(model, sentences, labels)
+    return _print_result(args, {"metric": "accuracy", "value": value, "examples": len(sentences)},
+                         f"accuracy {value}% on {len(sentences)} sentences")
+
+
+def _evaluate_seq2seq(args):
     import keras
 
+    import zoo
     from zoo import evaluation, training
-    from zoo.data import tatoeba
+    from zoo.data import generated, tatoeba
 
     model = _load_translator(args.name)
-    pairs = tatoeba.read_pairs(args.data)
-    if not pairs:
+    metric = training.metric_of(zoo.describe(args.name))
+    if metric == "exact_match":
+        sources, references = generated.read_tsv(args.data)
+    else:
+        sources, references = training.pair_sides(tatoeba.read_pairs(args.data),
+                                                  model.source_language)
+    if not sources:
         raise UsageError(f"{args.data} holds no sentence pairs.")
-    sources, references = training.pair_sides(pairs, model.source_language)
     progress = keras.utils.Progbar(len(sources), unit_name="sentence")
     hypotheses = []
     for start in range(0, len(sources), args.batch_size):
         chunk = sources[start : start + args.batch_size]
         hypotheses += model.translate(chunk, beam_size=args.beam)
         progress.add(len(chunk))
+    if metric == "exact_match":
+        result = evaluation.exact_match(hypotheses, references)
+        return _print_result(args, {"metric": "exact_match", "value": result["score"],
+                                    "examples": len(sources), "beam_size": args.beam},
+                             f"exact match {result['score']}% ({result['correct']} of "
+                             f"{len(sources)})")
     bleu = evaluation.bleu(hypotheses, references, model.target_language)
     chrf = evaluation.chrf(hypotheses, references)
     print(f"BLEU {bleu['score']}  ({bleu['signature']})")
@@ -177,9 +257,26 @@ def build_parser():
     attention.add_argument("--beam", type=int, default=1)
     attention.set_defaults(run=_command_attention)
 
+    generate = commands.add_parser("generate", help="generate text with a language model")
+    generate.add_argument("name")
+    generate.add_argument("prompt", help="text to continue (may be empty)")
+    generate.add_argument("--length", type=int, default=500, help="characters to generate")
+    generate.add_argument("--temperature", type=float, default=0.8,
+                          help="sampling temperature (0: always the likeliest character)")
+    generate.add_argument("--seed", type=int, help="makes the text reproducible")
+    generate.set_defaults(run=_command_generate)
+
+    classify = commands.add_parser("classify", help="classify text with a classifier preset")
+    classify.add_argument("name")
+    classify.add_argument("texts", nargs="*", help="texts to classify (default: lines of stdin)")
+    classify.set_defaults(run=_command_classify)
+
     evaluate = commands.add_parser("evaluate", help="score a preset on a file of its task")
     evaluate.add_argument("name")
-    evaluate.add_argument("--data", required=True, help="TSV: English, other language, ...")
+    evaluate.add_argument("--data", required=True,
+                          help="translation: TSV (English, other language); dates, addition: "
+                               "TSV (input, expected); language models: plain text; "
+                               "classifiers: TSV 'label<TAB>sentence' with that header")
     evaluate.add_argument("--beam", type=int, default=1)
     evaluate.add_argument("--batch-size", type=int, default=64)
     evaluate.add_argument("--json", action="store_true", help="last line: one JSON object")

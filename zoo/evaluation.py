@@ -23,6 +23,25 @@ def chrf(hypotheses, references):
     return {"score": round(score.score, 2), "signature": str(metric.get_signature())}
 
 
+def exact_match(hypotheses, references):
+    """Percentage of outputs identical to their reference (the teaching tasks' metric)."""
+    correct = sum(h == r for h, r in zip(hypotheses, references, strict=True))
+    return {"score": round(100 * correct / max(len(references), 1), 2), "correct": correct,
+            "examples": len(references)}
+
+
+SEQUENCE_METRICS = ("bleu", "exact_match")
+
+
+def sequence_score(metric, hypotheses, references, target_language):
+    """The one number a sequence-to-sequence preset is judged by."""
+    if metric == "exact_match":
+        return exact_match(hypotheses, references)["score"]
+    if metric == "bleu":
+        return bleu(hypotheses, references, target_language)["score"]
+    raise ValueError(f"Unknown metric {metric!r}; known: {', '.join(SEQUENCE_METRICS)}.")
+
+
 def source_length(text, language):
     """Length of a source sentence: characters for Chinese, words otherwise."""
     return len(tokenizers.tokenize(text, language))
@@ -34,6 +53,12 @@ def bucket_name(low, high):
 
 def bleu_by_source_length(sources, hypotheses, references, source_language, target_language):
     """BLEU per source-length bucket (tokens: characters for Chinese, words otherwise)."""
+    return by_source_length(sources, hypotheses, references, source_language,
+                            lambda h, r: bleu(h, r, target_language)["score"], "bleu")
+
+
+def by_source_length(sources, hypotheses, references, source_language, score, name):
+    """``score(hypotheses, references)`` per source-length bucket, in tokens."""
     buckets = {}
     for low, high in LENGTH_BUCKETS:
         chosen = [
@@ -41,7 +66,6 @@ def bleu_by_source_length(sources, hypotheses, references, source_language, targ
             if low <= source_length(text, source_language) <= (high or 10**9)
         ]
         if chosen:
-            result = bleu([hypotheses[i] for i in chosen], [references[i] for i in chosen],
-                          target_language)
-            buckets[bucket_name(low, high)] = {"bleu": result["score"], "sentences": len(chosen)}
+            value = score([hypotheses[i] for i in chosen], [references[i] for i in chosen])
+            buckets[bucket_name(low, high)] = {name: value, "sentences": len(chosen)}
     return buckets

@@ -7,6 +7,7 @@ validation loss with the best weights restored), scores the result on the test
 split, and writes the preset with its metadata and model card.
 """
 
+import importlib
 import json
 import os
 import platform
@@ -19,12 +20,14 @@ import tensorflow as tf
 
 import zoo.models
 from zoo import evaluation, presets
-from zoo.data import tatoeba
+from zoo.data import generated, tatoeba
 from zoo.text import END_ID, START_ID, Vocabulary, tokenize
 from zoo.text.vocabulary import pad_batch
 
 
 RECIPES_DIR = presets.shipped_folder("recipes", "training/recipes")
+OTHER_LOOPS = {"language_modeling": "zoo.training_lm",
+               "classification": "zoo.training_classifier"}
 
 
 def load_recipe(name_or_path):
@@ -54,6 +57,11 @@ def pair_sides(pairs, source_language):
 
 def read_splits(recipe, data_file=None, data_dir=None):
     """Train/validation/test (sources, targets) from the recipe's corpus or a user's TSV."""
+    if recipe["corpus"] in generated.TASKS:
+        if data_file:
+            raise ValueError(f"{recipe['name']} trains on data the project generates "
+                             f"({recipe['corpus']}); it takes no --data file.")
+        return generated.splits(recipe["corpus"], recipe["examples"], recipe.get("seed", 0))
     pairs = tatoeba.read_pairs(data_file) if data_file else tatoeba.load(recipe["corpus"], data_dir)
     return {
         name: pair_sides(subset, recipe["source_language"])
@@ -65,9 +73,11 @@ def preset_splits(name_or_directory, data_dir=None):
     """The train/validation/test splits a preset was trained and scored on."""
     metadata = presets.describe(name_or_directory)
     # A user's TSV or a tfds corpus: its splits cannot be rebuilt from the metadata.
-    if "url" not in metadata.get("data", {}) or "recipe" not in metadata.get("training", {}):
+    rebuildable = "url" in metadata.get("data", {}) or "generator" in metadata.get("data", {})
+    if not rebuildable or "recipe" not in metadata.get("training", {}):
         raise ValueError(
-            f"{name_or_directory} was not trained by `zoo train` on a Tatoeba corpus; only "
+            f"{name_or_directory} was not trained by `zoo train` on a Tatoeba corpus or "
+            "generated data; only "
             "such presets can be re-scored or benchmarked on their test split."
         )
     return read_splits(metadata["training"]["recipe"], data_dir=data_dir)
@@ -173,9 +183,21 @@ def compile_for_training(model, learning_rate=1e-3, clipnorm=1.0):
 # -- evaluation ----------------------------------------------------------------------------
 
 
-def score_translations(model, sources, references, beam_size=1):
+def metric_of(metadata_or_recipe):
+    """The metric a sequence-to-sequence preset is judged by: BLEU unless it says otherwise."""
+    return metadata_or_recipe.get("metric", "bleu")
+
+
+def score_translations(model, sources, references, beam_size=1, metric="bleu"):
     hypotheses = model.translate(sources, beam_size=beam_size)
     target = model.target_language
+    if metric == "exact_match":
+        return {
+            "exact_match": evaluation.exact_match(hypotheses, references),
+            "exact_match_by_source_length": evaluation.by_source_length(
+                sources, hypotheses, references, model.source_language,
+                lambda h, r: evaluation.exact_match(h, r)["score"], "exact_match"),
+        }, hypotheses
     return {
         "bleu": evaluation.bleu(hypotheses, references, target),
         "chrf": evaluation.chrf(hypotheses, references),
@@ -188,13 +210,15 @@ def score_translations(model, sources, references, beam_size=1):
 LENGTH_PENALTIES = (0.0, 0.6, 1.0, 1.5, 2.0)
 
 
-def choose_length_penalty(model, sources, references, candidates=LENGTH_PENALTIES, beam_size=5):
+def choose_length_penalty(model, sources, references, candidates=LENGTH_PENALTIES, beam_size=5,
+                          metric="bleu"):
     """The GNMT alpha that scores best on the validation split (never the test split)."""
     results = {}
     for alpha in candidates:
         model.length_penalty = alpha
         hypotheses = model.translate(sources, beam_size=beam_size)
-        results[alpha] = evaluation.bleu(hypotheses, references, model.target_language)["score"]
+        results[alpha] = evaluation.sequence_score(metric, hypotheses, references,
+                                                   model.target_language)
     model.length_penalty = max(results, key=results.get)
     return results
 
@@ -204,12 +228,21 @@ def choose_length_penalty(model, sources, references, candidates=LENGTH_PENALTIE
 
 def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_dir=None,
           command=None, tfds_name=None, printer=print):
-    """Train a translation preset from a recipe; returns the preset directory.
+    """Train a preset from a recipe; returns the preset directory.
 
     By default on the recipe's corpus into ``saved_models/NAME``; with ``data_file``
     (a TSV of pairs) or ``tfds_name`` (a tensorflow-datasets translation corpus) the
     same architecture is trained on other data and ``out_dir`` is required.
+    Language models and classifiers have their own loops (``zoo.training_lm``,
+    ``zoo.training_classifier``); this one trains the sequence-to-sequence models.
     """
+    if recipe.get("task") in OTHER_LOOPS:
+        loop = importlib.import_module(OTHER_LOOPS[recipe["task"]])
+        if tfds_name:
+            raise ValueError(f"--tfds applies to translation recipes; {recipe['name']} is "
+                             f"a {recipe['task']} recipe.")
+        return loop.train(recipe, out_dir=out_dir, epochs=epochs, data_file=data_file,
+                          data_dir=data_dir, log_dir=log_dir, command=command, printer=printer)
     started = time.time()
     if (data_file or tfds_name) and not out_dir:
         raise ValueError("Training on other data needs an output directory (--out DIR).")
@@ -232,8 +265,10 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
         f"{len(source_vocabulary)} / {len(target_vocabulary)}, {model.count_params():,} parameters"
     )
     val_losses = _fit(model, recipe, splits, epochs, log_dir)
+    metric = metric_of(recipe)
     metadata = {
-        "task": "translation",
+        "task": recipe.get("task", "translation"),
+        "metric": metric,
         "description": recipe.get("description", ""),
         "architecture": recipe["model"],
         "source_language": recipe["source_language"],
@@ -242,15 +277,11 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
         "vocabulary": {"source": len(source_vocabulary), "target": len(target_vocabulary),
                        "min_count": min_count},
         "training": {
-            "recipe": recipe,
-            "command": command or "zoo train " + recipe["name"],
-            "epochs_run": len(val_losses),
-            "best_epoch": int(np.argmin(val_losses)) + 1,
+            **training_record(recipe, command, started, len(val_losses),
+                              int(np.argmin(val_losses)) + 1),
             "best_val_loss": round(float(min(val_losses)), 4),
-            "wall_time_seconds": round(time.time() - started),
-            "machine": _machine(),
         },
-        "validation_bleu": _tune_decoding(model, *splits["validation"], printer),
+        f"validation_{metric}": _tune_decoding(model, *splits["validation"], metric, printer),
         "length_penalty": model.length_penalty,
         "weights_dtype": recipe.get("weights_dtype", "float32"),
     }
@@ -266,7 +297,9 @@ def retune_decoding(directory, data_dir=None, printer=print):
     metadata = presets.describe(directory)
     recipe = metadata["training"]["recipe"]
     model = presets.load(directory)
-    metadata["validation_bleu"] = _tune_decoding(model, *splits["validation"], printer)
+    metric = metric_of(metadata)
+    metadata[f"validation_{metric}"] = _tune_decoding(model, *splits["validation"], metric,
+                                                      printer)
     metadata["length_penalty"] = model.length_penalty
     metadata["training"]["decoding_retuned"] = {
         "command": f"zoo train {recipe['name']} --retune-decoding",
@@ -298,12 +331,41 @@ def _fit(model, recipe, splits, epochs, log_dir):
     return history.history["val_loss"]
 
 
-def _tune_decoding(model, sources, references, printer):
-    """Pick the beam-search length penalty on validation; BLEU of greedy and beam 5 there."""
-    alpha_results = choose_length_penalty(model, sources, references)
-    printer(f"length penalty on validation BLEU: {alpha_results} -> {model.length_penalty}")
-    greedy = evaluation.bleu(model.translate(sources), references, model.target_language)
-    return {"greedy": greedy["score"], "beam5": alpha_results[model.length_penalty]}
+def _tune_decoding(model, sources, references, metric, printer):
+    """Pick the beam-search length penalty on validation; the metric of greedy and beam 5 there."""
+    alpha_results = choose_length_penalty(model, sources, references, metric=metric)
+    printer(f"length penalty on validation {metric}: {alpha_results} -> {model.length_penalty}")
+    greedy = evaluation.sequence_score(metric, model.translate(sources), references,
+                                       model.target_language)
+    return {"greedy": greedy, "beam5": alpha_results[model.length_penalty]}
+
+
+def training_record(recipe, command, started, epochs_run, best_epoch):
+    """How a preset was trained, for its metadata."""
+    return {
+        "recipe": recipe,
+        "command": command or "zoo train " + recipe["name"],
+        "epochs_run": epochs_run,
+        "best_epoch": best_epoch,
+        "wall_time_seconds": round(time.time() - started),
+        "machine": _machine(),
+    }
+
+
+def card_training_lines(metadata, sizes_key):
+    """The model card's "Training" section (every kind of preset)."""
+    training, data = metadata["training"], metadata["data"]
+    return [
+        "## Training",
+        "",
+        f"- command: `{training['command']}`",
+        f"- data: {data.get('file') or data['generator']} ({data[sizes_key]}); split "
+        f"{data['split']}",
+        f"- epochs: {training['epochs_run']} (best {training['best_epoch']}), wall time "
+        f"{training['wall_time_seconds'] / 60:.0f} min on {training['machine']}",
+        f"- weights stored as {metadata['weights_dtype']}; file size "
+        f"{metadata.get('size_bytes', 0) / 1e6:.1f} MB",
+    ]
 
 
 def _machine():
@@ -319,15 +381,19 @@ def _score_and_ship(model, out_dir, metadata, test_split, printer):
     shipped = presets.load(directory)
     metadata = presets.describe(directory)
     test_sources, test_references = test_split
+    metric = metric_of(metadata)
     metrics = {}
     for name, beam in (("greedy", 1), ("beam5", 5)):
-        result, _ = score_translations(shipped, test_sources, test_references, beam_size=beam)
+        result, _ = score_translations(shipped, test_sources, test_references, beam_size=beam,
+                                       metric=metric)
         metrics[name] = result
-        printer(f"test {name}: BLEU {result['bleu']['score']} chrF {result['chrf']['score']}")
+        printer(f"test {name}: " + ", ".join(
+            f"{key} {value['score']}" for key, value in result.items() if "score" in value))
     metadata["test"] = {"sentences": len(test_sources), **metrics}
+    label = "BLEU" if metric == "bleu" else "exact match %"
     metadata["headline"] = (
-        f"test BLEU {metrics['beam5']['bleu']['score']} (beam 5), "
-        f"{metrics['greedy']['bleu']['score']} (greedy)"
+        f"test {label} {metrics['beam5'][metric]['score']} (beam 5), "
+        f"{metrics['greedy'][metric]['score']} (greedy)"
     )
     presets.save(shipped, directory, metadata=metadata, card=model_card(metadata),
                  weights_dtype=weights_dtype)
@@ -335,6 +401,10 @@ def _score_and_ship(model, out_dir, metadata, test_split, printer):
 
 
 def _data_description(recipe, data_file, splits):
+    if recipe["corpus"] in generated.TASKS:
+        return {"generator": f"zoo.data.generated.{generated.TASKS[recipe['corpus']].__name__}",
+                "split": generated.SPLIT_RULE[recipe["corpus"]],
+                "pairs": {name: len(sides[0]) for name, sides in splits.items()}}
     if recipe["corpus"].startswith("tfds:"):
         source = {"file": recipe["corpus"], "split": "the dataset's own splits"}
     elif data_file:
@@ -361,30 +431,29 @@ def model_card(metadata):
         f"Architecture: `{metadata['architecture']}`, {metadata['parameters']:,} parameters; "
         f"{metadata['source_language']} -> {metadata['target_language']}.",
         "",
-        f"## Test scores ({test['sentences']} sentences never seen in training)",
+        f"## Test scores ({test['sentences']} examples never seen in training)",
         "",
-        "| decoding | BLEU | chrF |",
-        "|---|---|---|",
     ]
-    for name in ("greedy", "beam5"):
-        lines.append(f"| {name} | {test[name]['bleu']['score']} | {test[name]['chrf']['score']} |")
-    lines += ["", f"BLEU signature: `{test['beam5']['bleu']['signature']}`",
-              f"chrF signature: `{test['beam5']['chrf']['signature']}`", "",
-              "BLEU by source length (beam 5):", "", "| source tokens | sentences | BLEU |",
-              "|---|---|---|"]
-    for bucket, values in test["beam5"]["bleu_by_source_length"].items():
-        lines.append(f"| {bucket} | {values['sentences']} | {values['bleu']} |")
-    lines += [
-        "",
-        "## Training",
-        "",
-        f"- command: `{training['command']}`",
-        f"- data: {metadata['data']['file']} ({metadata['data']['pairs']})",
-        f"- epochs: {training['epochs_run']} (best {training['best_epoch']}), wall time "
-        f"{training['wall_time_seconds'] / 60:.0f} min on {training['machine']}",
-        f"- weights stored as {metadata['weights_dtype']}; file size "
-        f"{metadata.get('size_bytes', 0) / 1e6:.1f} MB",
-    ]
+    metric = metric_of(metadata)
+    if metric == "bleu":
+        lines += ["| decoding | BLEU | chrF |", "|---|---|---|"]
+        for name in ("greedy", "beam5"):
+            lines.append(f"| {name} | {test[name]['bleu']['score']} | "
+                         f"{test[name]['chrf']['score']} |")
+        lines += ["", f"BLEU signature: `{test['beam5']['bleu']['signature']}`",
+                  f"chrF signature: `{test['beam5']['chrf']['signature']}`"]
+    else:
+        lines += ["| decoding | exact match % | correct |", "|---|---|---|"]
+        for name in ("greedy", "beam5"):
+            result = test[name]["exact_match"]
+            lines.append(f"| {name} | {result['score']} | "
+                         f"{result['correct']} of {result['examples']} |")
+    label = {"bleu": "BLEU", "exact_match": "exact match %"}[metric]
+    lines += ["", f"{label} by source length (beam 5):", "",
+              f"| source tokens | examples | {label} |", "|---|---|---|"]
+    for bucket, values in test["beam5"][f"{metric}_by_source_length"].items():
+        lines.append(f"| {bucket} | {values['sentences']} | {values[metric]} |")
+    lines += [""] + card_training_lines(metadata, sizes_key="pairs")
     if "decoding_retuned" in training:
         retuned = training["decoding_retuned"]
         lines.append(f"- beam length penalty re-chosen on validation from "

@@ -14,13 +14,13 @@ hash of its sentences. No test sentence, on either side, occurs in training.
 import csv
 import hashlib
 import io
-import os
 import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-DATA_DIR_VARIABLE = "ZOO_DATA_DIR"
+from zoo.data import DATA_DIR_VARIABLE, data_dir
+
 
 # The public download, and the sha256 of the TSV as this project trained on it.
 # The upstream archive is updated over time (and fra-eng.tsv here is its shortest
@@ -51,19 +51,6 @@ TEST_FRACTION = 0.05
 class Pair:
     english: str
     other: str
-
-
-def data_dir(override=None):
-    """The folder that holds ``tatoeba/``: argument, environment, or ../shared/data."""
-    if override:
-        return Path(override)
-    if os.environ.get(DATA_DIR_VARIABLE):
-        return Path(os.environ[DATA_DIR_VARIABLE])
-    repository = Path(__file__).resolve().parents[2]
-    for candidate in (repository.parent / "shared" / "data", Path.cwd().parent / "shared" / "data"):
-        if candidate.is_dir():
-            return candidate
-    return repository.parent / "shared" / "data"
 
 
 def corpus_path(corpus, directory=None):

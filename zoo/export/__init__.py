@@ -21,11 +21,14 @@ FORMATS = {
     "tflite": ("zoo.export.tflite", "export_tflite"),
 }
 QUANTIZATIONS = ("float16", "dynamic")
-TFLITE_CONFIG_FORMAT = "zoo-tflite-translator/1"  # the "format" field of NAME.json
+# The "format" field of NAME.json, one per kind of model.
+TFLITE_CONFIG_FORMAT = "zoo-tflite-translator/1"
+TFLITE_LANGUAGE_MODEL_FORMAT = "zoo-tflite-language-model/1"
+TFLITE_CLASSIFIER_FORMAT = "zoo-tflite-classifier/1"
 
 
 def export(model, format, directory, name=None, **options):
-    """Export a translation model (or a preset name) in ``format``; returns the path written.
+    """Export a model (or a preset name) in ``format``; returns the path written.
 
     Options: ``quantize`` (TFLite: ``"float16"`` or ``"dynamic"``) and ``beam_size``
     (TFLite: the beam width compiled into the ``beam`` signature, default 5).
@@ -44,18 +47,14 @@ def export(model, format, directory, name=None, **options):
             f"An export's name must be a plain file name; received {name!r} "
             "(give name=..., or pass a preset name as model)."
         )
-    if not hasattr(model, "generate_ids"):
-        raise ValueError(
-            f"Only translation models can be exported so far; received {type(model).__name__}."
-        )
     module_name, function_name = FORMATS[format]
     exporter = getattr(importlib.import_module(module_name), function_name)
     return exporter(model, directory, name, **options)
 
 
 def __getattr__(name):
-    if name == "TFLiteTranslator":
-        from zoo.export.runner import TFLiteTranslator
+    if name in ("TFLiteTranslator", "TFLiteLanguageModel", "TFLiteClassifier"):
+        from zoo.export import runner
 
-        return TFLiteTranslator
+        return getattr(runner, name)
     raise AttributeError(f"module 'zoo.export' has no attribute {name!r}")

@@ -1,11 +1,36 @@
-"""Run an exported .tflite translator with LiteRT alone (no TensorFlow), as an app would."""
+"""Run exported .tflite models with LiteRT alone (no TensorFlow), as an app would."""
 
 import json
+import math
 from pathlib import Path
 
-from zoo.export import TFLITE_CONFIG_FORMAT
+import numpy as np
+
+from zoo.export import (TFLITE_CLASSIFIER_FORMAT, TFLITE_CONFIG_FORMAT,
+                        TFLITE_LANGUAGE_MODEL_FORMAT)
 from zoo.text import codec
 from zoo.text.vocabulary import Vocabulary
+
+
+def _open(path, expected_format, num_threads):
+    """``(config, interpreter)`` for ``path`` and the ``.json`` beside it."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    path = Path(path)
+    config_path = path.with_suffix(".json")
+    if not path.is_file() or not config_path.is_file():
+        raise FileNotFoundError(
+            f"A zoo TFLite model needs {path.name} and {config_path.name} in "
+            f"{path.parent}; missing: "
+            + ", ".join(str(p) for p in (path, config_path) if not p.is_file())
+        )
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    if config.get("format") != expected_format:
+        raise ValueError(
+            f"{config_path} is not the config of this kind of zoo TFLite model "
+            f"(format {config.get('format')!r}; expected {expected_format!r})."
+        )
+    return config, Interpreter(model_path=str(path), num_threads=num_threads)
 
 
 class TFLiteTranslator:
@@ -18,26 +43,10 @@ class TFLiteTranslator:
     """
 
     def __init__(self, path, num_threads=None):
-        from ai_edge_litert.interpreter import Interpreter
-
-        path = Path(path)
-        config_path = path.with_suffix(".json")
-        if not path.is_file() or not config_path.is_file():
-            raise FileNotFoundError(
-                f"A TFLite translator needs {path.name} and {config_path.name} in "
-                f"{path.parent}; missing: "
-                + ", ".join(str(p) for p in (path, config_path) if not p.is_file())
-            )
-        self.config = json.loads(config_path.read_text(encoding="utf-8"))
-        if self.config.get("format") != TFLITE_CONFIG_FORMAT:
-            raise ValueError(
-                f"{config_path} is not a zoo TFLite translator config "
-                f"(format {self.config.get('format')!r}; expected {TFLITE_CONFIG_FORMAT!r})."
-            )
+        self.config, self.interpreter = _open(path, TFLITE_CONFIG_FORMAT, num_threads)
         self.source_vocabulary = Vocabulary(self.config["source_vocabulary"])
         self.target_vocabulary = Vocabulary(self.config["target_vocabulary"])
         self.beam_size = self.config["beam_size"]
-        self.interpreter = Interpreter(model_path=str(path), num_threads=num_threads)
         self._runners = {
             1: self.interpreter.get_signature_runner("greedy"),
             self.beam_size: self.interpreter.get_signature_runner("beam"),
@@ -63,3 +72,78 @@ class TFLiteTranslator:
                                 self.config["target_language"], self.target_vocabulary)
             for t in texts
         ]
+
+
+class TFLiteLanguageModel:
+    """``TFLiteLanguageModel("DIR/NAME.tflite").generate(prompt, length, temperature, seed)``.
+
+    The file holds one step of the network; this runner feeds the prompt through it,
+    then samples each next character with numpy (a phone app would do the same in
+    its own language). At temperature 0 the text is exactly the Keras model's; at
+    other temperatures it is drawn from the same distribution with numpy's generator.
+    """
+
+    def __init__(self, path, num_threads=None):
+        self.config, self.interpreter = _open(path, TFLITE_LANGUAGE_MODEL_FORMAT, num_threads)
+        self.characters = self.config["characters"]
+        self._index = {c: i for i, c in enumerate(self.characters)}
+        self._step = self.interpreter.get_signature_runner("step")
+
+    def step(self, token, states):
+        result = self._step(token=np.array([token], np.int32), states=states)
+        return result["logits"][0], result["states"]
+
+    def generate(self, prompt, length, temperature=1.0, seed=None):
+        if not isinstance(length, int) or isinstance(length, bool) or length < 0:
+            raise ValueError(f"length must be a non-negative integer; received {length!r}.")
+        if not isinstance(temperature, (int, float)) or not math.isfinite(temperature) \
+                or temperature < 0:
+            raise ValueError(f"temperature must be a finite number >= 0; received {temperature!r}.")
+        prompt = prompt or self.config["empty_prompt"]
+        unknown = sorted({c for c in prompt if c not in self._index})
+        if unknown:
+            raise ValueError(f"The text contains characters this model was not trained on: "
+                             f"{''.join(unknown)!r}.")
+        rng = np.random.default_rng(seed)
+        states = np.zeros(self.config["states"], np.float32)
+        for character in prompt:
+            logits, states = self.step(self._index[character], states)
+        text = []
+        for _ in range(length):
+            token = _sample(logits, temperature, rng)
+            text.append(self.characters[token])
+            logits, states = self.step(token, states)
+        return "".join(text)
+
+
+def _sample(logits, temperature, rng):
+    if temperature == 0:
+        return int(np.argmax(logits))
+    scaled = logits.astype(np.float64) / temperature
+    probabilities = np.exp(scaled - scaled.max())
+    return int(rng.choice(len(logits), p=probabilities / probabilities.sum()))
+
+
+class TFLiteClassifier:
+    """``TFLiteClassifier("DIR/NAME.tflite").classify(texts) -> [{"label", "probability"}]``."""
+
+    def __init__(self, path, num_threads=None):
+        self.config, self.interpreter = _open(path, TFLITE_CLASSIFIER_FORMAT, num_threads)
+        self.vocabulary = Vocabulary(self.config["vocabulary"])
+        self.labels = self.config["labels"]
+        self._classify = self.interpreter.get_signature_runner("classify")
+
+    def probabilities(self, text):
+        ids = codec.encode_for_classifier([text], self.config["language"],
+                                          self.config["lowercase"], self.vocabulary,
+                                          self.config["max_length"])
+        return self._classify(ids=ids)["probabilities"][0]
+
+    def classify(self, texts):
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        results = []
+        for text in texts:
+            probabilities = self.probabilities(text)
+            best = int(np.argmax(probabilities))
+            results.append({"label": self.labels[best], "probability": float(probabilities[best])})
+        return results

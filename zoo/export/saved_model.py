@@ -4,11 +4,15 @@ Everything runs inside the graph with core TensorFlow ops (regex rewrites, strin
 split, hash-table lookup, while loops), so the stock ``tensorflow/serving`` binary
 and a plain ``tf.saved_model.load`` can run it without ``zoo`` installed:
 
-- ``serving_default(texts: string[B]) -> {"translations": string[B]}``: greedy.
-- ``translate_beam(texts: string[B], beam_size: int32[]) -> {"translations": ...}``.
+- translation: ``serving_default(texts: string[B]) -> {"translations": string[B]}``
+  (greedy) and ``translate_beam(texts: string[B], beam_size: int32[])``;
+- language model: ``serving_default(prompt: string[], length: int32[],
+  temperature: float32[], seed: int32[]) -> {"text": string[]}`` (the continuation);
+- classifier: ``serving_default(texts: string[B]) -> {"labels": string[B],
+  "probabilities": float32[B, labels]}``.
 
 Tokenization uses ``zoo.text.tokenizers.tf_tokenize``, the same rules that the
-Python tokenizer runs, so the SavedModel answers exactly what ``model.translate`` does.
+Python tokenizer runs, so a SavedModel answers exactly what the Keras model does.
 """
 
 from pathlib import Path
@@ -80,23 +84,100 @@ def _serving_functions(model, codec):
     return serving_default, translate_beam
 
 
-def export_saved_model(model, directory, name):
-    """Write ``directory/name/1/`` (TF Serving's layout); returns that path."""
+def _translation_endpoints(model):
+    """``serving_default(texts)`` and ``translate_beam(texts, beam_size)``."""
     model._require_vocabularies()
-    path = Path(directory) / name / str(VERSION)
-    if path.exists():
-        raise FileExistsError(f"{path} already exists; remove it or choose another --out.")
     codec = GraphTextCodec(model)
     serving_default, translate_beam = _serving_functions(model, codec)
     texts = tf.TensorSpec([None], tf.string, name="texts")
+    return [codec.source_table], {
+        "serving_default": (serving_default, [texts]),
+        "translate_beam": (translate_beam, [texts, tf.TensorSpec([], tf.int32, name="beam_size")]),
+    }
+
+
+def _language_model_endpoints(model):
+    """``serving_default(prompt, length, temperature, seed) -> {"text"}`` (the continuation)."""
+    from zoo.models.language_model import EMPTY_PROMPT, MAX_GENERATION_LENGTH
+
+    table = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(tf.constant(model.characters),
+                                            tf.range(len(model.characters), dtype=tf.int64)),
+        default_value=-1)
+    characters = tf.constant(model.characters)
+
+    def generate(prompt, length, temperature, seed):
+        split = tf.strings.unicode_split(prompt, "UTF-8")
+        split = tf.cond(tf.size(split) > 0, lambda: split, lambda: tf.constant([EMPTY_PROMPT]))
+        ids = tf.cast(table.lookup(split), tf.int32)
+        checks = [
+            tf.debugging.assert_non_negative(
+                ids, message="the prompt contains characters this model was not trained on"),
+            tf.debugging.assert_less_equal(
+                length, MAX_GENERATION_LENGTH,
+                message=f"length must be from 0 to {MAX_GENERATION_LENGTH}"),
+            tf.debugging.assert_non_negative(length, message="length must be from 0"),
+            tf.debugging.assert_non_negative(temperature, message="temperature must be >= 0"),
+            tf.debugging.assert_non_negative(seed, message="seed must be >= 0"),
+        ]
+        with tf.control_dependencies(checks):
+            generated = model.generate_ids(ids[None], length, temperature, seed)
+        return {"text": tf.strings.reduce_join(tf.gather(characters, generated[0]))}
+
+    return [table], {"serving_default": (generate, [
+        tf.TensorSpec([], tf.string, name="prompt"), tf.TensorSpec([], tf.int32, name="length"),
+        tf.TensorSpec([], tf.float32, name="temperature"), tf.TensorSpec([], tf.int32, name="seed"),
+    ])}
+
+
+def _classifier_endpoints(model):
+    """``serving_default(texts) -> {"labels": string[B], "probabilities": float[B, labels]}``."""
+    tokens = model.vocabulary.tokens
+    table = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(tf.constant(tokens),
+                                            tf.range(len(tokens), dtype=tf.int64)),
+        default_value=OOV_ID)
+    labels = tf.constant(model.labels)
+
+    def classify(texts):
+        if model.lowercase:
+            texts = tf.strings.lower(texts, encoding="utf-8")
+        words = tokenizers.tf_tokenize(texts, model.language)[:, : model.max_length]
+        ids = tf.cast(tf.ragged.map_flat_values(table.lookup, words), tf.int32)
+        ids = ids.to_tensor(default_value=PAD_ID)
+        ids = tf.pad(ids, [[0, 0], [0, 1 - tf.minimum(tf.shape(ids)[1], 1)]])
+        # As codec.encode_for_classifier: a text without tokens is one unknown word.
+        empty = tf.equal(words.row_lengths(), 0)
+        ids = tf.concat([tf.where(empty, OOV_ID, ids[:, 0])[:, None], ids[:, 1:]], axis=1)
+        probabilities = tf.nn.softmax(model(ids))
+        return {"labels": tf.gather(labels, tf.argmax(probabilities, axis=-1)),
+                "probabilities": probabilities}
+
+    return [table], {"serving_default": (classify, [tf.TensorSpec([None], tf.string, name="texts")])}
+
+
+def _endpoints(model):
+    for method, endpoints in (("translate", _translation_endpoints),
+                              ("generate", _language_model_endpoints),
+                              ("classify", _classifier_endpoints)):
+        if hasattr(model, method):
+            return endpoints(model)
+    raise ValueError(f"{type(model).__name__} cannot be exported: zoo exports translation "
+                     "models, language models and classifiers.")
+
+
+def export_saved_model(model, directory, name):
+    """Write ``directory/name/1/`` (TF Serving's layout); returns that path."""
+    path = Path(directory) / name / str(VERSION)
+    if path.exists():
+        raise FileExistsError(f"{path} already exists; remove it or choose another --out.")
+    resources, endpoints = _endpoints(model)
     with without_cudnn(model):
         archive = keras.export.ExportArchive()
         archive.track(model)
-        archive.track(codec.source_table)
-        archive.add_endpoint("serving_default", serving_default, input_signature=[texts])
-        archive.add_endpoint(
-            "translate_beam", translate_beam,
-            input_signature=[texts, tf.TensorSpec([], tf.int32, name="beam_size")],
-        )
+        for resource in resources:
+            archive.track(resource)
+        for endpoint, (function, signature) in endpoints.items():
+            archive.add_endpoint(endpoint, function, input_signature=signature)
         archive.write_out(str(path), verbose=False)
     return path

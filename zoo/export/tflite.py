@@ -1,13 +1,17 @@
 """TFLite export for phones: builtin ops only, the whole decode loop inside.
 
-Signatures (batch 1, any source length; ids of the preset's vocabularies):
+Signatures of a translator (batch 1, any source length; ids of the preset's vocabularies):
 
 - ``greedy(source_ids: int32[1, S]) -> {"tokens": int32[1, L]}``
 - ``beam(source_ids: int32[1, S]) -> {"tokens": int32[1, L]}`` (beam width fixed at export)
 
 ``L`` is the model's ``max_output_length``; a translation ends at its first
-``[END]`` and is padded with ``[PAD]``. Beside ``NAME.tflite`` goes ``NAME.json``:
-languages, tokenizer rules, vocabularies and special ids, all a runner needs.
+``[END]`` and is padded with ``[PAD]``. A language model exports one step with its
+state as explicit input and output, ``step(token: int32[1], states: float32[S, 1, units])
+-> {"logits", "states"}`` (the app samples); a classifier exports
+``classify(ids: int32[1, T]) -> {"probabilities": float32[1, labels]}``. Beside
+``NAME.tflite`` goes ``NAME.json``: tokenizer rules, vocabularies, special ids, all
+a runner needs.
 
 Why this route (measured with TF 2.21): the functions are traced at batch 1, where
 the recurrences' loop buffers have static shapes and lower to builtin ops; they are
@@ -24,7 +28,9 @@ import tensorflow as tf
 from tensorflow.python.framework import convert_to_constants
 
 from zoo._startup import CONVERSION_NOISE, native_stderr_without
-from zoo.export import QUANTIZATIONS, TFLITE_CONFIG_FORMAT
+from zoo.export import (QUANTIZATIONS, TFLITE_CLASSIFIER_FORMAT, TFLITE_CONFIG_FORMAT,
+                        TFLITE_LANGUAGE_MODEL_FORMAT)
+from zoo.models.language_model import EMPTY_PROMPT
 from zoo.export.graph import without_cudnn
 from zoo.text import tokenizers
 from zoo.text.vocabulary import END_ID, OOV_ID, PAD_ID, START_ID
@@ -38,8 +44,9 @@ def _frozen(function):
     return convert_to_constants.convert_variables_to_constants_v2(concrete)
 
 
-def _decoding_module(model, beam_size):
-    """A module whose two signatures call frozen (variable-free) decoders."""
+def _translation_module(model, beam_size):
+    """Signatures ``greedy`` and ``beam``: source ids in, token ids out (frozen decoders)."""
+    model._require_vocabularies()
     source_ids = tf.TensorSpec([1, None], tf.int32, name="source_ids")
     greedy = _frozen(tf.function(
         lambda ids: model.generate_ids(ids)[0], input_signature=[source_ids], autograph=False))
@@ -51,18 +58,61 @@ def _decoding_module(model, beam_size):
                                 input_signature=[source_ids])
     module.beam = tf.function(lambda source_ids: {"tokens": beam(source_ids)[0]},
                               input_signature=[source_ids])
-    return module
+    return module, ("greedy", "beam")
+
+
+def _language_model_module(model, beam_size):
+    """Signature ``step``: one character and the state in, logits and the next state out."""
+    count = model.num_layers * model.states_per_layer
+    token = tf.TensorSpec([1], tf.int32, name="token")
+    states = tf.TensorSpec([count, 1, model.units], tf.float32, name="states")
+
+    def step(token, states):
+        logits, new_states = model.step(token, tf.unstack(states, num=count))
+        return logits, tf.stack(new_states)
+
+    frozen = _frozen(tf.function(step, input_signature=[token, states], autograph=False))
+    module = tf.Module()
+    module.step = tf.function(
+        lambda token, states: dict(zip(("logits", "states"), frozen(token, states))),
+        input_signature=[token, states])
+    return module, ("step",)
+
+
+def _classifier_module(model, beam_size):
+    """Signature ``classify``: word ids ``[1, T]`` in, label probabilities ``[1, labels]`` out."""
+    ids = tf.TensorSpec([1, None], tf.int32, name="ids")
+    frozen = _frozen(tf.function(lambda ids: tf.nn.softmax(model(ids)), input_signature=[ids],
+                                 autograph=False))
+    module = tf.Module()
+    module.classify = tf.function(lambda ids: {"probabilities": frozen(ids)[0]},
+                                  input_signature=[ids])
+    return module, ("classify",)
+
+
+def _kind(model):
+    for method, kind in (("translate", "translation"), ("generate", "language_model"),
+                         ("classify", "classifier")):
+        if hasattr(model, method):
+            return kind
+    raise ValueError(f"{type(model).__name__} cannot be exported: zoo exports translation "
+                     "models, language models and classifiers.")
+
+
+_MODULES = {"translation": _translation_module, "language_model": _language_model_module,
+            "classifier": _classifier_module}
 
 
 def convert(model, beam_size=5, quantize=None):
-    """The .tflite flatbuffer (bytes) of a translation model."""
+    """The .tflite flatbuffer (bytes) of a zoo model."""
     with without_cudnn(model):
-        module = _decoding_module(model, beam_size)
+        module, signature_names = _MODULES[_kind(model)](model, beam_size)
     with tempfile.TemporaryDirectory() as staging:
-        signatures = {name: getattr(module, name).get_concrete_function() for name in SIGNATURES}
+        signatures = {name: getattr(module, name).get_concrete_function()
+                      for name in signature_names}
         tf.saved_model.save(module, staging, signatures=signatures)
         converter = tf.lite.TFLiteConverter.from_saved_model(
-            staging, signature_keys=list(SIGNATURES)
+            staging, signature_keys=list(signature_names)
         )
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         if quantize is not None:
@@ -81,6 +131,26 @@ def convert(model, beam_size=5, quantize=None):
 
 def runner_config(model, beam_size, quantize):
     """Everything besides the flatbuffer that a runner needs (written as NAME.json)."""
+    kind = _kind(model)
+    if kind == "language_model":
+        return {
+            "format": TFLITE_LANGUAGE_MODEL_FORMAT,
+            "quantize": quantize,
+            "states": [model.num_layers * model.states_per_layer, 1, model.units],
+            "characters": model.characters,
+            "empty_prompt": EMPTY_PROMPT,
+        }
+    if kind == "classifier":
+        return {
+            "format": TFLITE_CLASSIFIER_FORMAT,
+            "quantize": quantize,
+            "language": model.language,
+            "lowercase": model.lowercase,
+            "max_length": model.max_length,
+            "labels": model.labels,
+            "tokenize_rules": tokenizers.RULES[model.language],
+            "vocabulary": model.vocabulary.tokens,
+        }
     return {
         "format": TFLITE_CONFIG_FORMAT,
         "source_language": model.source_language,
@@ -108,7 +178,6 @@ def export_tflite(model, directory, name, quantize=None, beam_size=5):
         )
     if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 2:
         raise ValueError(f"beam_size must be an integer of at least 2; received {beam_size!r}.")
-    model._require_vocabularies()
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     flatbuffer = convert(model, beam_size, quantize)

@@ -1,13 +1,13 @@
-"""Text <-> token ids for a translation model, in plain Python.
+"""Text <-> token ids for the zoo's models, in plain Python.
 
 The one place that says how a source sentence becomes ids (tokenize, cut to the
 model's maximum, look up, right-pad) and how output ids become text; used by the
-Keras model and by the TFLite runner, which has no TensorFlow. The SavedModel does
-the same in graph ops (``zoo.export.saved_model.GraphTextCodec``).
+Keras models and by the TFLite runners, which have no TensorFlow. The SavedModels do
+the same in graph ops (``zoo.export.saved_model``).
 """
 
 from zoo.text.tokenizers import detokenize, tokenize
-from zoo.text.vocabulary import pad_batch
+from zoo.text.vocabulary import OOV_ID, pad_batch
 
 
 def source_tokens(text, language, max_length):
@@ -22,3 +22,15 @@ def encode_sources(texts, language, vocabulary, max_length):
 def decode_target(ids, language, vocabulary):
     """Readable text for output ids: up to ``[END]``, without pads."""
     return detokenize(vocabulary.decode(ids), language)
+
+
+def classifier_tokens(text, language, lowercase, max_length):
+    return tokenize(text.lower() if lowercase else text, language)[:max_length]
+
+
+def encode_for_classifier(texts, language, lowercase, vocabulary, max_length):
+    """Right-padded word ids; a text without tokens reads as one unknown word."""
+    return pad_batch([
+        vocabulary.encode(classifier_tokens(t, language, lowercase, max_length)) or [OOV_ID]
+        for t in texts
+    ])

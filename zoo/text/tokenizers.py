@@ -26,6 +26,8 @@ _COMMON_RULES = [
     ("[\u2019\u2018]", "'"),
 ]
 
+SPACE_TOKEN = "\u2581"  # ▁, as in SentencePiece
+
 # ASCII and typographic punctuation that stands alone as a token in English/French.
 _WORD_PUNCTUATION = "[.,!?;:\"«»()\\[\\]…%$€&+/]"
 
@@ -36,6 +38,14 @@ RULES = {
     # (Han characters, full-width punctuation) is a token; Latin words and numbers
     # inside Chinese text stay whole ("Tom", "100").
     "zh": _COMMON_RULES + [("([^A-Za-z0-9' -])", r" \1 ")],
+    # English as the Penn Treebank writes it (SST-2): clitics split off ("did n't",
+    # "it 's"). Models that read it also lower-case their input.
+    "en_ptb": _COMMON_RULES + [(f"({_WORD_PUNCTUATION})", r" \1 "), ("n't", " n't"),
+                               ("'(s|re|ve|ll|d|m)( |$)", r" '\1\2")],
+    # Character level (the teaching tasks: dates, addition): every character is a
+    # token, a space is the visible token SPACE_TOKEN; runs of spaces count as one and
+    # spaces at either end are dropped, as a word tokenizer would.
+    "char": _COMMON_RULES + [(" +", " "), ("^ | $", ""), (" ", SPACE_TOKEN), ("(.)", r" \1 ")],
 }
 
 DETOKENIZE_RULES = {
@@ -57,6 +67,8 @@ DETOKENIZE_RULES = {
         ("([^A-Za-z0-9]) ", r"\1"),
         (" ([^A-Za-z0-9])", r"\1"),
     ],
+    "char": [(" ", ""), (SPACE_TOKEN, " ")],
+    "en_ptb": [(" ([.,!?;:%)\\]…])", r"\1"), ("([(\\[$]) ", r"\1"), (" (n't|'s|'re|'ve|'ll|'d|'m)", r"\1")],
 }
 
 # Other languages written with spaces between words take the English rules

@@ -1,0 +1,137 @@
+"""The bidirectional-LSTM classifier: tokens, learning, presets, CLI, training, SST-2 files."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+
+import zoo
+import tensorflow as tf
+
+from zoo import export, presets, training
+from zoo.cli import main
+from zoo.export import TFLiteClassifier
+
+from conftest import builtin_only, tflite_operators
+from zoo.data import sst2
+from zoo.models import TextClassifier
+from zoo.text import Vocabulary
+
+REVIEWS = [("a wonderful , moving film", 1), ("charming and funny", 1),
+           ("the best film of the year", 1), ("i loved it", 1),
+           ("a dull , tedious mess", 0), ("boring and far too long", 0),
+           ("the worst film of the year", 0), ("i hated it", 0)]
+
+
+def tiny_classifier():
+    probe = TextClassifier(1)
+    vocabulary = Vocabulary.build([probe.tokens(t) for t, _ in REVIEWS], min_count=1)
+    model = TextClassifier(len(vocabulary), embedding_dim=8, units=8, dropout=0.0)
+    model.build()
+    model.set_vocabulary(vocabulary)
+    return model
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    keras.utils.set_random_seed(0)
+    model = tiny_classifier()
+    model.compile(optimizer=keras.optimizers.Adam(0.05),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(model.encode([t for t, _ in REVIEWS]), np.array([y for _, y in REVIEWS]),
+              epochs=60, verbose=0)
+    return model
+
+
+def test_text_is_lower_cased_and_split_as_sst2_writes_it():
+    model = TextClassifier(1)
+    assert model.tokens("It's GREAT, isn't it?") == ["it", "'s", "great", ",", "is", "n't", "it", "?"]
+
+
+def test_a_fitted_classifier_labels_reviews(fitted):
+    results = fitted.classify([t for t, _ in REVIEWS] + ["I LOVED it!"])
+    assert [r["label"] for r in results] == ["positive"] * 4 + ["negative"] * 4 + ["positive"]
+    assert all(0.5 < r["probability"] <= 1 for r in results)
+    probabilities = fitted.probabilities(["charming", "dull"])
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1, atol=1e-6)
+
+
+def test_text_without_known_words_reads_as_one_unknown_word(fitted):
+    unknown = fitted.probabilities(["zzz"])
+    np.testing.assert_allclose(fitted.probabilities([""]), unknown, atol=1e-6)
+    np.testing.assert_allclose(fitted.probabilities(["   "]), unknown, atol=1e-6)
+    assert fitted.classify([]) == []
+
+
+@pytest.fixture(scope="module")
+def classifier_preset(fitted, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("presets") / "toy_sentiment"
+    return presets.save(fitted, directory, metadata={"task": "classification"})
+
+
+def test_preset_round_trip(fitted, classifier_preset):
+    texts = [t for t, _ in REVIEWS]
+    np.testing.assert_allclose(zoo.load(classifier_preset).probabilities(texts),
+                               fitted.probabilities(texts), atol=1e-6)
+
+
+def test_cli_classify_and_evaluate(classifier_preset, tmp_path, capsys):
+    assert main(["classify", str(classifier_preset), "i loved it", "a dull mess"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["positive", "negative"]
+    assert lines[0].endswith("\ti loved it")
+    path = tmp_path / "dev.tsv"
+    path.write_text("label\tsentence\n" + "".join(f"{y}\t{t}\n" for t, y in REVIEWS))
+    assert main(["evaluate", str(classifier_preset), "--data", str(path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result == {"metric": "accuracy", "value": 100.0, "examples": 8}
+
+
+def test_sst2_files_are_read_and_checked(tmp_path):
+    splits = sst2.load()
+    assert len(splits["test"][0]) == 872 and set(splits["test"][1]) == {0, 1}
+    assert not set(splits["validation"][0]) & set(splits["train"][0])
+    path = tmp_path / "bad.tsv"
+    path.write_text("sentence\tlabel\nfine\t1\n")
+    with pytest.raises(ValueError, match="expected the header 'label<TAB>sentence'"):
+        sst2.read_tsv(path)
+    path.write_text("label\tsentence\n2\tfine\n")
+    with pytest.raises(ValueError, match="line 2: expected 'label<TAB>sentence' with label 0 or 1"):
+        sst2.read_tsv(path)
+
+
+def test_train_writes_a_scored_classifier_preset(tmp_path):
+    path = tmp_path / "reviews.tsv"
+    lines = [f"{y}\t{t} ({i})\n" for i in range(12) for t, y in REVIEWS]
+    path.write_text("label\tsentence\n" + "".join(lines))
+    recipe = dict(training.load_recipe("bilstm_sst2"), name="tiny_sentiment",
+                  model_config={"embedding_dim": 8, "units": 8})
+    out = training.train(recipe, out_dir=tmp_path / "tiny", epochs=2, data_file=path,
+                         log_dir=tmp_path / "logs")
+    metadata = zoo.describe(out)
+    assert metadata["task"] == "classification" and metadata["training"]["epochs_run"] == 2
+    assert metadata["test"]["sentences"] == 10 and 0 <= metadata["test"]["accuracy"] <= 100
+    assert f"| test | 10 | {metadata['test']['accuracy']} |" in (out / "README.md").read_text()
+
+
+TEXTS = [t for t, _ in REVIEWS] + ["I LOVED it!", "", "zzz qqq", "it's dull"]
+
+
+def test_saved_model_classifies_as_the_model_does(fitted, tmp_path):
+    served = tf.saved_model.load(str(export.export(fitted, "saved_model", tmp_path, name="s")))
+    result = served.signatures["serving_default"](texts=tf.constant(TEXTS))
+    np.testing.assert_allclose(result["probabilities"].numpy(), fitted.probabilities(TEXTS),
+                               atol=1e-5)
+    assert [label.decode() for label in result["labels"].numpy()] == [
+        r["label"] for r in fitted.classify(TEXTS)]
+
+
+def test_tflite_classifier_is_builtin_only_and_matches_keras(fitted, tmp_path):
+    path = export.export(fitted, "tflite", tmp_path, name="s")
+    assert builtin_only(tflite_operators(path))
+    runner = TFLiteClassifier(path)
+    for text, expected in zip(TEXTS, fitted.probabilities(TEXTS)):
+        np.testing.assert_allclose(runner.probabilities(text), expected, atol=1e-5)
+    assert [r["label"] for r in runner.classify(TEXTS)] == [
+        r["label"] for r in fitted.classify(TEXTS)]

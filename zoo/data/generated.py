@@ -1,0 +1,127 @@
+"""Teaching tasks whose data the project generates: dates and addition.
+
+Each task is a function of its split: ``splits(sizes, seed)`` gives
+``{"train": (sources, targets), "validation": ..., "test": ...}``. Which split an
+example belongs to depends on its answer alone (the calendar day, the pair of
+operands), never on the random draw, so no test answer is ever seen in training,
+however many examples are drawn. A split can be written as a TSV file
+(``source <TAB> target``, no header) for ``zoo evaluate NAME --data FILE``:
+
+    python -m zoo.data.generated dates test 5000 > dates_test.tsv
+"""
+
+import csv
+import datetime
+import random
+import sys
+
+SPLITS = ("train", "validation", "test")
+
+
+def _split_of(number):
+    """Test for 1 number in 20, validation for 1 in 20, training for the rest."""
+    bucket = (number * 2654435761) % 2**32 % 20  # Knuth's multiplicative hash
+    return "test" if bucket == 0 else "validation" if bucket == 1 else "train"
+
+
+# -- dates ---------------------------------------------------------------------------------
+
+FIRST_DAY = datetime.date(1950, 1, 1)
+LAST_DAY = datetime.date(2049, 12, 31)  # with 1950, two-digit years read one way only
+DATE_LOCALES = ("en_US", "en_GB", "fr_FR", "de_DE", "es_ES", "it_IT", "pt_BR", "nl_NL",
+                "ru_RU", "pl_PL", "tr_TR", "sv_SE", "zh_CN", "ja_JP", "ko_KR")
+DATE_WIDTHS = ("full", "long", "medium", "short")
+# en_US writes 11/30/26 where es_ES and it_IT write 30/11/26: "1/2/26" would mean two
+# days. The other numeric styles differ in separator, padding or year length.
+_AMBIGUOUS_STYLES = {("en_US", "short")}
+DATE_STYLES = tuple((locale, width) for locale in DATE_LOCALES for width in DATE_WIDTHS
+                    if (locale, width) not in _AMBIGUOUS_STYLES)
+
+
+def write_date(day, locale, width):
+    """A date as people in ``locale`` write it (Babel's CLDR patterns)."""
+    from babel.dates import format_date
+
+    return format_date(day, width, locale=locale)
+
+
+def _days_of(split):
+    days = range(FIRST_DAY.toordinal(), LAST_DAY.toordinal() + 1)
+    return [datetime.date.fromordinal(n) for n in days if _split_of(n) == split]
+
+
+def dates(split, count, seed=0):
+    """``count`` (human-written date, ISO date) pairs drawn from the split's days."""
+    rng = random.Random(f"dates/{split}/{seed}")
+    days = _days_of(split)
+    pairs = []
+    for _ in range(count):
+        day = rng.choice(days)
+        pairs.append((write_date(day, *rng.choice(DATE_STYLES)), day.isoformat()))
+    return pairs
+
+
+# -- addition ------------------------------------------------------------------------------
+
+MAX_OPERAND = 999
+
+
+def additions(split, count, seed=0):
+    """``count`` ("535+61", "596") pairs with operands 0..MAX_OPERAND.
+
+    The split is chosen by the unordered pair of operands, so the test split's
+    problems do not occur in training in either order.
+    """
+    rng = random.Random(f"addition/{split}/{seed}")
+    pairs = []
+    while len(pairs) < count:
+        a, b = rng.randint(0, MAX_OPERAND), rng.randint(0, MAX_OPERAND)
+        low, high = min(a, b), max(a, b)
+        if _split_of(low * (MAX_OPERAND + 1) + high) == split:
+            pairs.append((f"{a}+{b}", str(a + b)))
+    return pairs
+
+
+TASKS = {"dates": dates, "addition": additions}
+SPLIT_RULE = {
+    "dates": "by calendar day (1950-2049): 1 day in 20 for test, 1 in 20 for validation",
+    "addition": "by unordered pair of operands: 1 pair in 20 for test, 1 in 20 for validation",
+}
+
+
+def splits(task, sizes, seed=0):
+    """``{split: (sources, targets)}`` for a task, with ``sizes[split]`` examples each."""
+    if task not in TASKS:
+        raise ValueError(f"Unknown generated task {task!r}; known: {', '.join(TASKS)}.")
+    result = {}
+    for split in SPLITS:
+        pairs = TASKS[task](split, sizes[split], seed)
+        result[split] = ([s for s, _ in pairs], [t for _, t in pairs])
+    return result
+
+
+def read_tsv(path):
+    """(sources, targets) from a ``source <TAB> target`` file (no header)."""
+    sources, targets = [], []
+    with open(path, encoding="utf-8", newline="") as handle:
+        for number, row in enumerate(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
+            if not row or not "".join(row).strip():
+                continue
+            if len(row) != 2:
+                raise ValueError(f"{path}, line {number}: expected 2 tab-separated columns "
+                                 f"(input, expected output), found {len(row)}: {row!r:.80}")
+            sources.append(row[0])
+            targets.append(row[1])
+    return sources, targets
+
+
+def write_tsv(pairs, handle):
+    for source, target in pairs:
+        handle.write(f"{source}\t{target}\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[1] not in TASKS or sys.argv[2] not in SPLITS:
+        sys.exit(f"usage: python -m zoo.data.generated {'|'.join(TASKS)} "
+                 f"{'|'.join(SPLITS)} COUNT > FILE.tsv")
+    write_tsv(TASKS[sys.argv[1]](sys.argv[2], int(sys.argv[3])), sys.stdout)

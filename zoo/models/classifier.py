@@ -1,0 +1,137 @@
+"""Text classification with a bidirectional LSTM (sentiment: SST-2).
+
+Words are embedded, read in both directions by ``zoo.layers.LSTM``, and the two
+final states -- the forward one has read the whole sentence left to right, the
+backward one right to left -- are concatenated and mapped to one logit per label.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+import zoo.layers
+from zoo.text import codec, tokenizers
+from zoo.text.vocabulary import PAD_ID, Vocabulary
+
+VOCABULARY_FILE = "vocabulary.txt"
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class TextClassifier(keras.Model):
+    """A bidirectional-LSTM text classifier.
+
+    Args:
+        vocabulary_size: words known to the model (with the 4 reserved ids).
+        labels: the class names, in logit order.
+        language: tokenizer (``"en_ptb"``: English as the Penn Treebank writes it).
+        lowercase: lower-case the text before tokenizing (SST-2 is lower-case).
+        embedding_dim, units: sizes of the word embeddings and of each LSTM direction.
+        dropout: on embeddings and on the sentence vector, during training.
+        max_length: longer texts are cut to this many tokens.
+
+    Call: ``model(ids [B, T])`` gives logits ``[B, labels]``.
+    """
+
+    def __init__(self, vocabulary_size, labels=("negative", "positive"), language="en_ptb",
+                 lowercase=True, embedding_dim=128, units=128, dropout=0.5, max_length=128,
+                 **kwargs):
+        super().__init__(**kwargs)
+        tokenizers._check_language(language)
+        self.vocabulary_size = vocabulary_size
+        self.labels = list(labels)
+        self.language = language
+        self.lowercase = lowercase
+        self.embedding_dim = embedding_dim
+        self.units = units
+        self.dropout_rate = dropout
+        self.max_length = max_length
+        self.vocabulary = None
+        self.embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")
+        self.encoder = keras.layers.Bidirectional(
+            zoo.layers.LSTM(units, return_state=True), name="encoder")
+        self.dropout = keras.layers.Dropout(dropout)
+        self.head = keras.layers.Dense(len(self.labels), name="head")
+        object.__setattr__(self, "_predict_function", None)
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        self.embedding.build((None, None))
+        self.encoder.build((None, None, self.embedding_dim))
+        self.head.build((None, 2 * self.units))
+        self.built = True
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "vocabulary_size": self.vocabulary_size,
+            "labels": self.labels,
+            "language": self.language,
+            "lowercase": self.lowercase,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "dropout": self.dropout_rate,
+            "max_length": self.max_length,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        model = cls(**config)
+        model.build()
+        return model
+
+    # -- vocabulary (preset asset) -----------------------------------------------------------
+    def set_vocabulary(self, vocabulary):
+        if len(vocabulary) != self.vocabulary_size:
+            raise ValueError(f"The vocabulary has {len(vocabulary)} tokens but the model was "
+                             f"built for {self.vocabulary_size}.")
+        self.vocabulary = vocabulary
+
+    def save_assets(self, directory):
+        self.vocabulary.save(f"{directory}/{VOCABULARY_FILE}")
+
+    def load_assets(self, directory):
+        self.set_vocabulary(Vocabulary.load(f"{directory}/{VOCABULARY_FILE}"))
+
+    def tokens(self, text):
+        return codec.classifier_tokens(text, self.language, self.lowercase, self.max_length)
+
+    def encode(self, texts):
+        """Right-padded word ids ``[batch, longest]``; unknown words are ``[UNK]``, and a
+        text without tokens reads as one unknown word rather than as nothing."""
+        if self.vocabulary is None:
+            raise ValueError("This model has no vocabulary; call set_vocabulary() or load a preset.")
+        return codec.encode_for_classifier(texts, self.language, self.lowercase, self.vocabulary,
+                                           self.max_length)
+
+    # -- the network ----------------------------------------------------------------------------
+    def call(self, ids, training=False):
+        mask = ops.not_equal(ids, PAD_ID)
+        embedded = self.dropout(self.embedding(ids), training=training)
+        _, forward_h, _, backward_h, _ = self.encoder(embedded, mask=mask, training=training)
+        sentence = ops.concatenate([forward_h, backward_h], axis=-1)
+        return self.head(self.dropout(sentence, training=training))
+
+    def classify(self, texts, batch_size=256):
+        """``[{"label": str, "probability": float}]``, one per text: the likeliest label.
+
+        A text with no known word (empty, or only unknown words) is classified from
+        the ``[UNK]`` token alone, as the model was trained to do for unseen words.
+        """
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        probabilities = self.probabilities(texts, batch_size)
+        best = probabilities.argmax(axis=-1)
+        return [{"label": self.labels[b], "probability": float(p[b])}
+                for b, p in zip(best, probabilities)]
+
+    def probabilities(self, texts, batch_size=256):
+        """``[len(texts), labels]`` softmax probabilities."""
+        if self._predict_function is None:
+            object.__setattr__(self, "_predict_function", tf.function(
+                lambda ids: ops.softmax(self(ids), axis=-1), reduce_retracing=True))
+        rows = [np.zeros((0, len(self.labels)), np.float32)]
+        for start in range(0, len(texts), batch_size):
+            ids = self.encode(texts[start : start + batch_size])
+            rows.append(self._predict_function(tf.constant(ids)).numpy())
+        return np.concatenate(rows)

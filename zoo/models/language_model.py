@@ -1,0 +1,258 @@
+"""Character-level language models: ``P(x_t | x_<t)`` with a vanilla RNN, an LSTM or a GRU.
+
+The model of Karpathy's char-rnn and of Graves (2013), "Generating sequences with
+recurrent neural networks": embed each character, run one or more recurrent
+layers from ``zoo.layers``, and project every output to logits over the
+characters. Trained with teacher forcing on windows of text; scored in nats per
+character over a held-out text read in one pass (the state carried from chunk
+to chunk, as when generating).
+
+Generation samples one character at a time from ``softmax(logits / temperature)``
+with a stateless sampler seeded by ``(seed, step)``: the same seed gives the same
+text in Python, in the SavedModel and from the TFLite runner.
+"""
+
+import json
+import math
+import random
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+import zoo.layers
+
+CHARACTERS_FILE = "characters.json"
+SEQUENCE_LAYERS = {"rnn": zoo.layers.SimpleRNN, "lstm": zoo.layers.LSTM, "gru": zoo.layers.GRU}
+MAX_GENERATION_LENGTH = 100_000
+# An empty prompt starts a generation as if after a blank line (where a speech begins).
+EMPTY_PROMPT = "\n"
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class CharLanguageModel(keras.Model):
+    """A character-level recurrent language model.
+
+    Args:
+        vocabulary_size: number of distinct characters (set with ``set_characters``
+            or loaded from a preset's assets).
+        cell: ``"rnn"`` (Elman), ``"lstm"`` or ``"gru"``.
+        embedding_dim: size of the character embeddings.
+        units: size of each recurrent layer's state.
+        num_layers: stacked recurrent layers.
+        dropout: between layers and before the output layer, during training.
+
+    Call: ``model(ids [B, T])`` gives logits ``[B, T, V]`` for the next character
+    at every position.
+    """
+
+    def __init__(self, vocabulary_size, cell="lstm", embedding_dim=64, units=512, num_layers=1,
+                 dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        if cell not in SEQUENCE_LAYERS:
+            raise ValueError(f"cell must be one of {', '.join(SEQUENCE_LAYERS)}; received {cell!r}.")
+        self.vocabulary_size = vocabulary_size
+        self.cell_kind = cell
+        self.embedding_dim = embedding_dim
+        self.units = units
+        self.num_layers = num_layers
+        self.dropout_rate = dropout
+        self.characters = None
+        self._index = {}
+        self.embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")
+        self.recurrent_layers = [
+            SEQUENCE_LAYERS[cell](units, return_sequences=True, return_state=True,
+                                  name=f"{cell}_{i}")
+            for i in range(num_layers)
+        ]
+        self.dropout = keras.layers.Dropout(dropout)
+        self.head = keras.layers.Dense(vocabulary_size, name="head")
+        object.__setattr__(self, "_functions", {})
+
+    @property
+    def states_per_layer(self):
+        return 2 if self.cell_kind == "lstm" else 1  # LSTM: (h, c); RNN, GRU: h
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        self.embedding.build((None, None))
+        features = self.embedding_dim
+        for layer in self.recurrent_layers:
+            layer.build((None, None, features))
+            features = self.units
+        self.head.build((None, self.units))
+        self.built = True
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "vocabulary_size": self.vocabulary_size,
+            "cell": self.cell_kind,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "num_layers": self.num_layers,
+            "dropout": self.dropout_rate,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        model = cls(**config)
+        model.build()
+        return model
+
+    # -- characters (preset assets) -----------------------------------------------------------
+    def set_characters(self, characters):
+        characters = list(characters)
+        if len(characters) != self.vocabulary_size or len(set(characters)) != len(characters):
+            raise ValueError(
+                f"The model was built for {self.vocabulary_size} distinct characters; "
+                f"received {len(characters)} ({len(set(characters))} distinct)."
+            )
+        self.characters = characters
+        self._index = {c: i for i, c in enumerate(characters)}
+
+    def save_assets(self, directory):
+        with open(f"{directory}/{CHARACTERS_FILE}", "w", encoding="utf-8") as handle:
+            json.dump(self.characters, handle, ensure_ascii=False)
+
+    def load_assets(self, directory):
+        with open(f"{directory}/{CHARACTERS_FILE}", encoding="utf-8") as handle:
+            self.set_characters(json.load(handle))
+
+    def encode(self, text):
+        """Character ids of ``text``; a character the model never saw is an error."""
+        if self.characters is None:
+            raise ValueError("This model has no characters; call set_characters() or load a preset.")
+        unknown = sorted({c for c in text if c not in self._index})
+        if unknown:
+            raise ValueError(
+                f"The text contains characters this model was not trained on: "
+                f"{''.join(unknown)!r}. Known characters: {''.join(self.characters)!r}."
+            )
+        return [self._index[c] for c in text]
+
+    def decode(self, ids):
+        return "".join(self.characters[int(i)] for i in ids)
+
+    # -- the network ----------------------------------------------------------------------------
+    def zero_states(self, batch_size):
+        return [ops.zeros((batch_size, self.units)) for _ in range(self.num_layers)
+                for _ in range(self.states_per_layer)]
+
+    def run(self, ids, states=None, training=False):
+        """Logits ``[B, T, V]`` and the final states, from ``states`` (zeros if None)."""
+        features = self.embedding(ids)
+        states = states if states is not None else self.zero_states(ops.shape(ids)[0])
+        final_states = []
+        n = self.states_per_layer
+        for i, layer in enumerate(self.recurrent_layers):
+            features = self.dropout(features, training=training) if i else features
+            outputs = layer(features, initial_state=states[i * n:(i + 1) * n], training=training)
+            features, layer_states = outputs[0], outputs[1:]
+            final_states += list(layer_states)
+        return self.head(self.dropout(features, training=training)), final_states
+
+    def call(self, ids, training=False):
+        return self.run(ids, training=training)[0]
+
+    def step(self, token_ids, states):
+        """One character: ``(logits [B, V], new states)`` for ids ``[B]`` (the generation step)."""
+        features = self.embedding(token_ids)
+        n = self.states_per_layer
+        new_states = []
+        for i, layer in enumerate(self.recurrent_layers):
+            features, layer_states = layer.cell(features, list(states[i * n:(i + 1) * n]))
+            new_states += list(layer_states) if isinstance(layer_states, (list, tuple)) else [layer_states]
+        return self.head(features), new_states
+
+    # -- scoring -----------------------------------------------------------------------------------
+    def nats_per_char(self, text, chunk_length=1024):
+        """Mean ``-ln P(x_t | x_<t)`` over ``text[1:]``, read in one pass (state carried)."""
+        ids = np.asarray(self.encode(text), np.int32)
+        if len(ids) < 2:
+            raise ValueError(f"Scoring needs at least 2 characters; received {len(ids)}.")
+        score = self._function("score", self._score_chunk)
+        states, total = self.zero_states(1), 0.0
+        for start in range(0, len(ids) - 1, chunk_length):
+            chunk = ids[start : start + chunk_length + 1]
+            loss, states = score(tf.constant(chunk[None, :-1]), tf.constant(chunk[None, 1:]), states)
+            total += float(loss)
+        return total / (len(ids) - 1)
+
+    def _score_chunk(self, inputs, targets, states):
+        logits, states = self.run(inputs, states)
+        losses = keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True)
+        return ops.sum(losses), states
+
+    # -- generation ------------------------------------------------------------------------------
+    def stream(self, prompt, length, temperature=1.0, seed=None):
+        """Yield ``length`` generated characters one at a time (after the prompt)."""
+        length, temperature = _check_generation_arguments(length, temperature, seed)
+        seed = random.randrange(2**31) if seed is None else seed
+        prompt_ids = tf.constant([self.encode(prompt or EMPTY_PROMPT)], tf.int32)
+        logits, states = self._function("prime", self._prime)(prompt_ids)
+        step = self._function("step", self._sample_and_step)
+        for position in range(length):
+            token, logits, states = step(logits, states, tf.constant(temperature),
+                                         tf.constant([seed, position], tf.int32))
+            yield self.characters[int(token[0])]
+
+    def generate(self, prompt, length, temperature=1.0, seed=None):
+        """``length`` characters that follow ``prompt``, sampled at ``temperature``
+        (0: always the most likely character). A seed makes the text reproducible."""
+        return "".join(self.stream(prompt, length, temperature, seed))
+
+    def generate_ids(self, prompt_ids, length, temperature, seed):
+        """The generation loop as graph ops (SavedModel): ids ``[1, length]`` for one prompt.
+
+        Samples exactly as ``stream`` does, so the same seed gives the same text.
+        """
+        logits, states = self._prime(prompt_ids)
+        output = tf.TensorArray(tf.int32, size=length, element_shape=[1])
+
+        def body(position, logits, states, output):
+            token, logits, states = self._sample_and_step(
+                logits, states, temperature, tf.stack([seed, position]))
+            return position + 1, logits, states, output.write(position, token)
+
+        _, _, _, output = tf.while_loop(
+            lambda position, *_: position < length, body, (0, logits, states, output))
+        return tf.reshape(output.stack(), [1, -1])
+
+    def _prime(self, prompt_ids):
+        logits, states = self.run(prompt_ids)
+        return logits[:, -1], states
+
+    def _sample_and_step(self, logits, states, temperature, seed):
+        token = sample(logits, temperature, seed)
+        logits, states = self.step(token, states)
+        return token, logits, states
+
+    def _function(self, name, python_function):
+        # Traced once per model; kept out of Keras attribute tracking (not model state).
+        if name not in self._functions:
+            self._functions[name] = tf.function(python_function, reduce_retracing=True)
+        return self._functions[name]
+
+
+def sample(logits, temperature, seed):
+    """Ids ``[B]`` drawn from ``softmax(logits / temperature)``; argmax at temperature 0."""
+    greedy = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    scaled = logits / tf.maximum(tf.cast(temperature, logits.dtype), 1e-6)
+    drawn = tf.cast(tf.random.stateless_categorical(scaled, 1, seed)[:, 0], tf.int32)
+    return tf.where(temperature > 0, drawn, greedy)
+
+
+def _check_generation_arguments(length, temperature, seed):
+    if (not isinstance(length, int) or isinstance(length, bool)
+            or not 0 <= length <= MAX_GENERATION_LENGTH):
+        raise ValueError(f"length must be an integer from 0 to {MAX_GENERATION_LENGTH}; "
+                         f"received {length!r}.")
+    if not isinstance(temperature, (int, float)) or not math.isfinite(temperature) or temperature < 0:
+        raise ValueError(f"temperature must be a finite number >= 0; received {temperature!r}.")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)
+                             or not 0 <= seed < 2**31):
+        raise ValueError(f"seed must be an integer from 0 to 2**31 - 1 or None; received {seed!r}.")
+    return length, float(temperature)

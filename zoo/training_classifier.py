@@ -1,0 +1,141 @@
+"""Training a text classifier from a recipe: labelled sentences in, a scored preset out.
+
+SST-2's training file gives train and validation (1 line in 20, by hash); its dev
+file is the test split. Batches are bucketed by length; Keras ``fit`` with early
+stopping on the validation accuracy restores the best weights.
+"""
+
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import zoo.models
+from zoo import presets, training
+from zoo.data import sst2
+from zoo.text import Vocabulary
+from zoo.text.vocabulary import pad_batch
+
+
+def accuracy(model, sentences, labels):
+    """Percentage of sentences whose likeliest label is the reference."""
+    predicted = model.probabilities(sentences).argmax(axis=-1)
+    return round(100 * float(np.mean(predicted == np.asarray(labels))), 2)
+
+
+def make_dataset(model, sentences, labels, batch_size, shuffle, seed=0):
+    rows = [model.vocabulary.encode(model.tokens(s)) for s in sentences]
+    keep = [i for i, row in enumerate(rows) if row]
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(keep) if shuffle else np.array(keep)
+    chunk = batch_size * 50  # sort by length inside shuffled chunks: little padding
+    batches = []
+    for start in range(0, len(order), chunk):
+        part = sorted(order[start : start + chunk], key=lambda i: len(rows[i]))
+        batches += [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
+
+    def generate():
+        for b in (rng.permutation(len(batches)) if shuffle else range(len(batches))):
+            yield pad_batch([rows[i] for i in batches[b]]), np.array(
+                [labels[i] for i in batches[b]], np.int32)
+
+    dataset = tf.data.Dataset.from_generator(generate, output_signature=(
+        tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)))
+    return dataset.apply(tf.data.experimental.assert_cardinality(len(batches))).prefetch(2), len(batches)
+
+
+def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_dir=None,
+          command=None, printer=print):
+    """Train a classifier preset (SST-2, or a user's ``label<TAB>sentence`` file)."""
+    started = time.time()
+    if data_file and not out_dir:
+        raise ValueError("Training on other data needs an output directory (--out DIR).")
+    splits = sst2.load(data_dir) if not data_file else _user_splits(data_file)
+    config = dict(recipe.get("model_config", {}))
+    probe = zoo.models.TextClassifier(1, **config)
+    vocabulary = Vocabulary.build([probe.tokens(s) for s in splits["train"][0]],
+                                  recipe.get("vocabulary", {}).get("min_count", 1))
+    keras.utils.set_random_seed(recipe.get("seed", 0))
+    model = zoo.models.TextClassifier(len(vocabulary), **config)
+    model.build()
+    model.set_vocabulary(vocabulary)
+    model.compile(optimizer=keras.optimizers.Adam(recipe.get("learning_rate", 1e-3), clipnorm=1.0),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    printer(f"{recipe['name']}: {len(splits['train'][0]):,} training sentences, "
+            f"{len(vocabulary):,} words, {model.count_params():,} parameters")
+    batch_size = recipe.get("batch_size", 64)
+    train_data, steps = make_dataset(model, *splits["train"], batch_size, True, recipe.get("seed", 0))
+    validation_data, _ = make_dataset(model, *splits["validation"], batch_size, False)
+    history = model.fit(
+        train_data.repeat(), steps_per_epoch=steps, validation_data=validation_data,
+        epochs=epochs or recipe.get("epochs", 10), verbose=2, shuffle=False,
+        callbacks=[
+            keras.callbacks.EarlyStopping(monitor="val_accuracy", mode="max",
+                                          patience=recipe.get("patience", 2),
+                                          restore_best_weights=True),
+            keras.callbacks.TensorBoard(log_dir=str(log_dir or Path("runs") / recipe["name"])),
+        ]).history
+    metadata = {
+        "task": "classification",
+        "metric": "accuracy",
+        "description": recipe.get("description", ""),
+        "architecture": "TextClassifier",
+        "labels": model.labels,
+        "data": _data_description(data_file, splits),
+        "vocabulary": {"words": len(vocabulary)},
+        "training": {
+            **training.training_record(recipe, command, started, len(history["val_accuracy"]),
+                                       int(np.argmax(history["val_accuracy"])) + 1),
+            "best_val_accuracy": round(100 * float(max(history["val_accuracy"])), 2),
+        },
+        "weights_dtype": recipe.get("weights_dtype", "float32"),
+    }
+    out_dir = Path(out_dir or presets.presets_root() / recipe["name"])
+    directory = presets.save(model, out_dir, metadata=metadata,
+                             weights_dtype=metadata["weights_dtype"])
+    shipped = presets.load(directory)
+    metadata = presets.describe(directory)
+    for split in ("validation", "test"):
+        metadata[split] = {"accuracy": accuracy(shipped, *splits[split]),
+                           "sentences": len(splits[split][0])}
+        printer(f"{split}: {metadata[split]}")
+    metadata["headline"] = f"test accuracy {metadata['test']['accuracy']}%"
+    presets.save(shipped, directory, metadata=metadata, card=model_card(metadata),
+                 weights_dtype=metadata["weights_dtype"])
+    return directory
+
+
+def _user_splits(path):
+    """A user's file: 1 line in 10 for test, 1 in 20 of the rest (by hash) for validation."""
+    sentences, labels = sst2.read_tsv(path)
+    names = ["test" if i % 10 == 0 else "validation" if sst2._is_validation(s) else "train"
+             for i, s in enumerate(sentences)]
+    return {split: ([s for s, n in zip(sentences, names) if n == split],
+                    [label for label, n in zip(labels, names) if n == split])
+            for split in ("train", "validation", "test")}
+
+
+def _data_description(data_file, splits):
+    sizes = {name: len(sides[0]) for name, sides in splits.items()}
+    if data_file:
+        return {"file": str(data_file), "sha256": presets.sha256(data_file), "sentences": sizes,
+                "split": "1 line in 10 for test, 1 in 20 of the rest for validation (by hash)"}
+    return {"file": f"{sst2.FILES['train']}, {sst2.FILES['test']}", "url": sst2.URL,
+            "sha256": sst2.SHA256, "sentences": sizes,
+            "split": "train.tsv: 1 line in 20 (by hash) for validation; dev.tsv is the test split"}
+
+
+def model_card(metadata):
+    lines = [
+        f"# {metadata['name']}", "", metadata.get("description", ""), "",
+        f"Architecture: `{metadata['architecture']}`, {metadata['parameters']:,} parameters, "
+        f"labels {', '.join(metadata['labels'])}.", "",
+        "## Scores", "", "| split | sentences | accuracy % |", "|---|---|---|",
+    ]
+    for split in ("validation", "test"):
+        lines.append(f"| {split} | {metadata[split]['sentences']} | {metadata[split]['accuracy']} |")
+    lines += [""] + training.card_training_lines(metadata, sizes_key="sentences")
+    return "\n".join(lines + [""])
