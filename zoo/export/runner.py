@@ -67,11 +67,13 @@ class TFLiteTranslator:
 
     def translate(self, texts, beam_size=1):
         texts = [texts] if isinstance(texts, str) else list(texts)
-        return [
-            codec.decode_target(self.translate_ids(self.encode(t), beam_size),
-                                self.config["target_language"], self.target_vocabulary)
-            for t in texts
-        ]
+        translations = []
+        for text in texts:
+            source_ids = self.encode(text)
+            translations.append(codec.decode_translation(
+                source_ids[0], self.translate_ids(source_ids, beam_size),
+                self.config["target_language"], self.target_vocabulary))
+        return translations
 
 
 class TFLiteLanguageModel:

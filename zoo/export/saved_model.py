@@ -51,18 +51,21 @@ class GraphTextCodec:
         missing_column = 1 - tf.minimum(tf.shape(ids)[1], 1)  # an all-empty batch
         return tf.pad(ids, [[0, 0], [0, missing_column]])
 
-    def decode(self, ids):
-        """Detokenized text per row of ``ids``: up to the first ``[END]``, without pads."""
+    def decode(self, source_ids, ids):
+        """Detokenized text per row of ``ids``: up to the first ``[END]``, without pads;
+        empty for a source without tokens (as ``zoo.text.codec.decode_translation``)."""
         after_end = tf.cumsum(tf.cast(tf.equal(ids, END_ID), tf.int32), axis=1) > 0
         keep = ~after_end & tf.not_equal(ids, PAD_ID) & tf.not_equal(ids, START_ID)
         tokens = tf.where(keep, tf.gather(self.target_tokens, ids), "")
-        return tokenizers.tf_detokenize(tokens, self.model.target_language)
+        texts = tokenizers.tf_detokenize(tokens, self.model.target_language)
+        return tf.where(tf.reduce_any(tf.not_equal(source_ids, PAD_ID), axis=1), texts, "")
 
 
 def _serving_functions(model, codec):
     def serving_default(texts):
-        ids, _ = model.generate_ids(codec.encode(texts))
-        return {"translations": codec.decode(ids)}
+        source_ids = codec.encode(texts)
+        ids, _ = model.generate_ids(source_ids)
+        return {"translations": codec.decode(source_ids, ids)}
 
     def translate_beam(texts, beam_size):
         checks = [
@@ -79,7 +82,7 @@ def _serving_functions(model, codec):
             lambda: model.generate_ids(source_ids)[0],
             lambda: model.generate_ids(source_ids, beam_size)[0],
         )
-        return {"translations": codec.decode(ids)}
+        return {"translations": codec.decode(source_ids, ids)}
 
     return serving_default, translate_beam
 

@@ -306,9 +306,10 @@ class Seq2Seq(keras.Model):
         translations, attentions = [None] * len(texts), [None] * len(texts)
         for index, ids, attention, source_ids in self._decode(texts, beam_size, max_length,
                                                                batch_size, return_attention):
-            translations[index] = self.decode_target(ids)
+            translations[index] = codec.decode_translation(
+                source_ids, ids, self.target_language, self.target_vocabulary)
             if return_attention:
-                produced = len(self.target_vocabulary.decode(ids))
+                produced = len(self.target_vocabulary.decode(ids)) if translations[index] else 0
                 attentions[index] = attention[:produced, : int(np.count_nonzero(source_ids))]
         return (translations, attentions) if return_attention else translations
 
@@ -316,6 +317,8 @@ class Seq2Seq(keras.Model):
         """``(source tokens, translated tokens, attention [target, source])`` for one text."""
         if not self.has_attention:
             raise ValueError(f"{type(self).__name__} has no attention to show.")
+        if not self.source_tokens(text):
+            raise ValueError(f"Nothing to align: {text!r} has no tokens.")
         ((_, ids, attention, _),) = self._decode([text], beam_size, max_length, 1, True)
         source_tokens = self.source_tokens(text)
         target_tokens = self.target_vocabulary.decode(ids)

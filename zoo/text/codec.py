@@ -7,7 +7,7 @@ the same in graph ops (``zoo.export.saved_model``).
 """
 
 from zoo.text.tokenizers import detokenize, tokenize
-from zoo.text.vocabulary import OOV_ID, pad_batch
+from zoo.text.vocabulary import OOV_ID, PAD_ID, pad_batch
 
 
 def source_tokens(text, language, max_length):
@@ -22,6 +22,14 @@ def encode_sources(texts, language, vocabulary, max_length):
 def decode_target(ids, language, vocabulary):
     """Readable text for output ids: up to ``[END]``, without pads."""
     return detokenize(vocabulary.decode(ids), language)
+
+
+def decode_translation(source_ids, ids, language, vocabulary):
+    """The translation of one source row: a source without tokens (an empty or blank
+    text) translates to the empty string instead of whatever the decoder would say."""
+    if not any(int(i) != PAD_ID for i in source_ids):
+        return ""
+    return decode_target(ids, language, vocabulary)
 
 
 def classifier_tokens(text, language, lowercase, max_length):
