@@ -11,6 +11,7 @@ from zoo import presets
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = zoo.list_models()
 TRANSLATION = [n for n in SHIPPED if zoo.describe(n).get("task") == "translation"]
+EXACT_MATCH = [n for n in SHIPPED if zoo.describe(n).get("metric") == "exact_match"]
 MB = 1024 * 1024
 
 
@@ -83,3 +84,33 @@ def test_attention_beats_the_bottleneck_more_as_sources_grow():
     gaps = [attention["bleu_by_source_length"][b]["bleu"]
             - baseline["bleu_by_source_length"][b]["bleu"] for b in buckets]
     assert gaps == sorted(gaps) and gaps[-1] > gaps[0] + 5
+
+
+@pytest.mark.parametrize("name", EXACT_MATCH)
+def test_teaching_task_presets_are_near_perfect_on_unseen_answers(name):
+    metadata = zoo.describe(name)
+    assert metadata["data"]["generator"].startswith("zoo.data.generated.")
+    for decoding in ("greedy", "beam5"):
+        result = metadata["test"][decoding]["exact_match"]
+        assert result["examples"] == 5000 and result["score"] >= 99.0, (decoding, result)
+    readme = (ROOT / "README.md").read_text()
+    row = re.search(rf"^\| `{name}` \|(.*)$", readme, re.MULTILINE)
+    assert row and str(metadata["test"]["greedy"]["exact_match"]["score"]) in row.group(1)
+
+
+@pytest.mark.parametrize("name", EXACT_MATCH)
+def test_teaching_task_exports_answer_as_the_model_does(name, tmp_path):
+    import tensorflow as tf
+
+    from zoo import export, training
+    from zoo.export import TFLiteTranslator
+
+    sources, references = training.preset_splits(name)["test"]
+    sources = sources[:40]
+    model = zoo.load(name)
+    expected = model.translate(sources)
+    assert sum(e == r for e, r in zip(expected, references)) >= 39
+    served = tf.saved_model.load(str(export.export(name, "saved_model", tmp_path)))
+    answers = served.signatures["serving_default"](texts=tf.constant(sources))["translations"]
+    assert [a.decode() for a in answers.numpy()] == expected
+    assert TFLiteTranslator(export.export(name, "tflite", tmp_path)).translate(sources) == expected
