@@ -90,3 +90,17 @@ def test_vocabulary_size_must_match_the_config():
     model = _tiny(AttentionSeq2Seq)
     with pytest.raises(ValueError, match=r"The source vocabulary has 5 tokens but the model was built for"):
         model.set_vocabularies(Vocabulary(["a"]), model.target_vocabulary)
+
+
+def test_inputs_that_are_not_strings_are_refused_clearly(toy_translators):
+    model = toy_translators["attention"]
+    with pytest.raises(TypeError, match="texts must be strings; received int at position 1: 5"):
+        model.translate(["你好。", 5])
+    with pytest.raises(TypeError, match="texts must be a string or a list of strings; received bytes"):
+        model.translate(b"\xe4\xbd\xa0")
+    with pytest.raises(TypeError, match="received NoneType"):
+        model.translate(None)
+    with pytest.raises(ValueError, match="max_length must be a positive integer; received -3"):
+        model.translate(["你好。"], max_length=-3)
+    assert model.translate([]) == []
+    assert model.translate(("你好。",)) == model.translate("你好。")

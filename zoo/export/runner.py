@@ -66,7 +66,7 @@ class TFLiteTranslator:
         return self._runners[beam_size](source_ids=source_ids)["tokens"][0]
 
     def translate(self, texts, beam_size=1):
-        texts = [texts] if isinstance(texts, str) else list(texts)
+        texts = codec.text_list(texts)
         translations = []
         for text in texts:
             source_ids = self.encode(text)
@@ -142,7 +142,7 @@ class TFLiteClassifier:
         return self._classify(ids=ids)["probabilities"][0]
 
     def classify(self, texts):
-        texts = [texts] if isinstance(texts, str) else list(texts)
+        texts = codec.text_list(texts)
         results = []
         for text in texts:
             probabilities = self.probabilities(text)

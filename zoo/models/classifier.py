@@ -119,7 +119,7 @@ class TextClassifier(keras.Model):
         A text with no known word (empty, or only unknown words) is classified from
         the ``[UNK]`` token alone, as the model was trained to do for unseen words.
         """
-        texts = [texts] if isinstance(texts, str) else list(texts)
+        texts = codec.text_list(texts)
         probabilities = self.probabilities(texts, batch_size)
         best = probabilities.argmax(axis=-1)
         return [{"label": self.labels[b], "probability": float(p[b])}

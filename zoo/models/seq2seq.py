@@ -266,10 +266,12 @@ class Seq2Seq(keras.Model):
 
     def _decode(self, texts, beam_size, max_length, batch_size, return_attention=False):
         """Yield ``(index, token ids, attention [L, S] or None, source ids)`` per text."""
-        if isinstance(texts, str):
-            texts = [texts]
-        if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
-            raise ValueError(f"beam_size must be a positive integer; received {beam_size!r}.")
+        texts = codec.text_list(texts)
+        for name, value in (("beam_size", beam_size), ("max_length", max_length)):
+            if value is None and name == "max_length":
+                continue  # the model's max_output_length
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; received {value!r}.")
         search = self._search(beam_size, max_length or self.max_output_length, return_attention)
         # Similar lengths together: less padding, and the batch stops sooner.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -297,7 +299,7 @@ class Seq2Seq(keras.Model):
         Returns:
             ``list[str]``, or ``(list[str], list[np.ndarray])`` with ``return_attention``.
         """
-        texts = [texts] if isinstance(texts, str) else list(texts)
+        texts = codec.text_list(texts)
         if return_attention and not self.has_attention:
             raise ValueError(
                 f"{type(self).__name__} has no attention (the decoder sees only the "

@@ -10,6 +10,22 @@ from zoo.text.tokenizers import detokenize, tokenize
 from zoo.text.vocabulary import OOV_ID, PAD_ID, pad_batch
 
 
+def text_list(texts):
+    """``texts`` as a list of strings: one string is a list of one; anything else that is
+    not a string (bytes, numbers, None) is refused with its position and type."""
+    if isinstance(texts, str):
+        return [texts]
+    if isinstance(texts, (bytes, bytearray)) or not hasattr(texts, "__iter__"):
+        raise TypeError(f"texts must be a string or a list of strings; received "
+                        f"{type(texts).__name__}.")
+    texts = list(texts)
+    for position, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts must be strings; received {type(text).__name__} at "
+                            f"position {position}: {text!r:.60}.")
+    return texts
+
+
 def source_tokens(text, language, max_length):
     return tokenize(text, language)[:max_length]
 
