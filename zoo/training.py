@@ -116,29 +116,41 @@ def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, 
         i for i in range(len(source_rows))
         if source_rows[i] and (max_tokens is None or max(len(source_rows[i]), len(target_rows[i])) <= max_tokens)
     ]
-    # Sorting by length inside shuffled chunks keeps padding low without making
-    # every epoch see the batches in the same order.
+
+    def batch_of(batch):
+        sources_ids = pad_batch([source_rows[i] for i in batch])
+        decoder_in = pad_batch([[START_ID] + target_rows[i] for i in batch])
+        decoder_out = pad_batch([target_rows[i] + [END_ID] for i in batch])
+        return (sources_ids, decoder_in), decoder_out
+
+    spec = tf.TensorSpec([None, None], tf.int32)
+    return bucketed_dataset(keep, lambda i: len(target_rows[i]), batch_of, ((spec, spec), spec),
+                            batch_size, shuffle, seed)
+
+
+def bucketed_dataset(indices, length_of, batch_of, output_signature, batch_size, shuffle, seed=0):
+    """``(dataset, batches per pass)``: the examples ``indices`` in batches of similar length.
+
+    Sorting by length inside shuffled chunks keeps padding low without making every
+    epoch see the batches in the same order; ``batch_of(indices)`` builds one batch.
+    """
     rng = np.random.default_rng(seed)
-    order = np.array(keep)
+    order = np.array(indices)
     if shuffle:
         order = rng.permutation(order)
     chunk = batch_size * 50
     batches = []
     for start in range(0, len(order), chunk):
-        part = sorted(order[start : start + chunk], key=lambda i: len(target_rows[i]))
+        part = sorted(order[start : start + chunk], key=length_of)
         batches += [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
 
     def generate():
         # A new batch order on every pass (every epoch) when shuffling.
         order = rng.permutation(len(batches)) if shuffle else range(len(batches))
         for batch in (batches[i] for i in order):
-            sources_ids = pad_batch([source_rows[i] for i in batch])
-            decoder_in = pad_batch([[START_ID] + target_rows[i] for i in batch])
-            decoder_out = pad_batch([target_rows[i] + [END_ID] for i in batch])
-            yield (sources_ids, decoder_in), decoder_out
+            yield batch_of(batch)
 
-    spec = tf.TensorSpec([None, None], tf.int32)
-    dataset = tf.data.Dataset.from_generator(generate, output_signature=((spec, spec), spec))
+    dataset = tf.data.Dataset.from_generator(generate, output_signature=output_signature)
     # A known length lets Keras show progress and end validation cleanly.
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(len(batches)))
     return dataset.prefetch(2), len(batches)

@@ -26,24 +26,16 @@ def accuracy(model, sentences, labels):
 
 
 def make_dataset(model, sentences, labels, batch_size, shuffle, seed=0):
+    """Batches ``(word ids, labels)``, bucketed by length; texts without words are left out."""
     rows = [model.vocabulary.encode(model.tokens(s)) for s in sentences]
-    keep = [i for i, row in enumerate(rows) if row]
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(keep) if shuffle else np.array(keep)
-    chunk = batch_size * 50  # sort by length inside shuffled chunks: little padding
-    batches = []
-    for start in range(0, len(order), chunk):
-        part = sorted(order[start : start + chunk], key=lambda i: len(rows[i]))
-        batches += [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
 
-    def generate():
-        for b in (rng.permutation(len(batches)) if shuffle else range(len(batches))):
-            yield pad_batch([rows[i] for i in batches[b]]), np.array(
-                [labels[i] for i in batches[b]], np.int32)
+    def batch_of(batch):
+        return pad_batch([rows[i] for i in batch]), np.array([labels[i] for i in batch], np.int32)
 
-    dataset = tf.data.Dataset.from_generator(generate, output_signature=(
-        tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)))
-    return dataset.apply(tf.data.experimental.assert_cardinality(len(batches))).prefetch(2), len(batches)
+    return training.bucketed_dataset(
+        [i for i, row in enumerate(rows) if row], lambda i: len(rows[i]), batch_of,
+        (tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)),
+        batch_size, shuffle, seed)
 
 
 def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_dir=None,
