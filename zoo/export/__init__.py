@@ -27,6 +27,16 @@ TFLITE_LANGUAGE_MODEL_FORMAT = "zoo-tflite-language-model/1"
 TFLITE_CLASSIFIER_FORMAT = "zoo-tflite-classifier/1"
 
 
+def model_kind(model):
+    """``"translation"``, ``"language_model"`` or ``"classifier"``: what each exporter writes."""
+    for method, kind in (("translate", "translation"), ("generate", "language_model"),
+                         ("classify", "classifier")):
+        if hasattr(model, method):
+            return kind
+    raise ValueError(f"{type(model).__name__} cannot be exported: zoo exports translation "
+                     "models, language models and classifiers.")
+
+
 def export(model, format, directory, name=None, **options):
     """Export a model (or a preset name) in ``format``; returns the path written.
 

@@ -20,12 +20,30 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
+from zoo.export import model_kind
 from zoo.export.graph import without_cudnn
 from zoo.text import tokenizers
+from zoo.text.codec import EMPTY_PROMPT, MAX_GENERATION_LENGTH
 from zoo.text.vocabulary import END_ID, OOV_ID, PAD_ID, START_ID
 
 MAX_BEAM_SIZE = 64
 VERSION = 1
+
+
+def lookup_table(tokens, default_value):
+    """A graph hash table from each token to its position in ``tokens``."""
+    return tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(tf.constant(tokens),
+                                            tf.range(len(tokens), dtype=tf.int64)),
+        default_value=default_value)
+
+
+def padded_ids(table, tokens):
+    """Ragged tokens -> right-padded int32 ids ``[B, max(longest, 1)]`` (as ``pad_batch``)."""
+    ids = tf.cast(tf.ragged.map_flat_values(table.lookup, tokens), tf.int32)
+    ids = ids.to_tensor(default_value=PAD_ID)
+    missing_column = 1 - tf.minimum(tf.shape(ids)[1], 1)  # an all-empty batch
+    return tf.pad(ids, [[0, 0], [0, missing_column]])
 
 
 class GraphTextCodec:
@@ -33,23 +51,13 @@ class GraphTextCodec:
 
     def __init__(self, model):
         self.model = model
-        tokens = model.source_vocabulary.tokens
-        self.source_table = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(tokens), tf.range(len(tokens), dtype=tf.int64)
-            ),
-            default_value=OOV_ID,
-        )
+        self.source_table = lookup_table(model.source_vocabulary.tokens, OOV_ID)
         self.target_tokens = tf.constant(model.target_vocabulary.tokens)
 
     def encode(self, texts):
         """Right-padded source ids ``[B, max(longest, 1)]``, as ``model.encode_source``."""
         tokens = tokenizers.tf_tokenize(texts, self.model.source_language)
-        tokens = tokens[:, : self.model.max_source_length]
-        ids = tf.cast(tf.ragged.map_flat_values(self.source_table.lookup, tokens), tf.int32)
-        ids = ids.to_tensor(default_value=PAD_ID)
-        missing_column = 1 - tf.minimum(tf.shape(ids)[1], 1)  # an all-empty batch
-        return tf.pad(ids, [[0, 0], [0, missing_column]])
+        return padded_ids(self.source_table, tokens[:, : self.model.max_source_length])
 
     def decode(self, source_ids, ids):
         """Detokenized text per row of ``ids``: up to the first ``[END]``, without pads;
@@ -101,12 +109,7 @@ def _translation_endpoints(model):
 
 def _language_model_endpoints(model):
     """``serving_default(prompt, length, temperature, seed) -> {"text"}`` (the continuation)."""
-    from zoo.models.language_model import EMPTY_PROMPT, MAX_GENERATION_LENGTH
-
-    table = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(tf.constant(model.characters),
-                                            tf.range(len(model.characters), dtype=tf.int64)),
-        default_value=-1)
+    table = lookup_table(model.characters, -1)
     characters = tf.constant(model.characters)
 
     def generate(prompt, length, temperature, seed):
@@ -135,20 +138,14 @@ def _language_model_endpoints(model):
 
 def _classifier_endpoints(model):
     """``serving_default(texts) -> {"labels": string[B], "probabilities": float[B, labels]}``."""
-    tokens = model.vocabulary.tokens
-    table = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(tf.constant(tokens),
-                                            tf.range(len(tokens), dtype=tf.int64)),
-        default_value=OOV_ID)
+    table = lookup_table(model.vocabulary.tokens, OOV_ID)
     labels = tf.constant(model.labels)
 
     def classify(texts):
         if model.lowercase:
             texts = tf.strings.lower(texts, encoding="utf-8")
         words = tokenizers.tf_tokenize(texts, model.language)[:, : model.max_length]
-        ids = tf.cast(tf.ragged.map_flat_values(table.lookup, words), tf.int32)
-        ids = ids.to_tensor(default_value=PAD_ID)
-        ids = tf.pad(ids, [[0, 0], [0, 1 - tf.minimum(tf.shape(ids)[1], 1)]])
+        ids = padded_ids(table, words)
         # As codec.encode_for_classifier: a text without tokens is one unknown word.
         empty = tf.equal(words.row_lengths(), 0)
         ids = tf.concat([tf.where(empty, OOV_ID, ids[:, 0])[:, None], ids[:, 1:]], axis=1)
@@ -159,14 +156,8 @@ def _classifier_endpoints(model):
     return [table], {"serving_default": (classify, [tf.TensorSpec([None], tf.string, name="texts")])}
 
 
-def _endpoints(model):
-    for method, endpoints in (("translate", _translation_endpoints),
-                              ("generate", _language_model_endpoints),
-                              ("classify", _classifier_endpoints)):
-        if hasattr(model, method):
-            return endpoints(model)
-    raise ValueError(f"{type(model).__name__} cannot be exported: zoo exports translation "
-                     "models, language models and classifiers.")
+_ENDPOINTS = {"translation": _translation_endpoints, "language_model": _language_model_endpoints,
+              "classifier": _classifier_endpoints}
 
 
 def export_saved_model(model, directory, name):
@@ -174,7 +165,7 @@ def export_saved_model(model, directory, name):
     path = Path(directory) / name / str(VERSION)
     if path.exists():
         raise FileExistsError(f"{path} already exists; remove it or choose another --out.")
-    resources, endpoints = _endpoints(model)
+    resources, endpoints = _ENDPOINTS[model_kind(model)](model)
     with without_cudnn(model):
         archive = keras.export.ExportArchive()
         archive.track(model)

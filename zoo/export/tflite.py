@@ -29,8 +29,8 @@ from tensorflow.python.framework import convert_to_constants
 
 from zoo._startup import CONVERSION_NOISE, native_stderr_without
 from zoo.export import (QUANTIZATIONS, TFLITE_CLASSIFIER_FORMAT, TFLITE_CONFIG_FORMAT,
-                        TFLITE_LANGUAGE_MODEL_FORMAT)
-from zoo.models.language_model import EMPTY_PROMPT
+                        TFLITE_LANGUAGE_MODEL_FORMAT, model_kind)
+from zoo.text.codec import EMPTY_PROMPT
 from zoo.export.graph import without_cudnn
 from zoo.text import tokenizers
 from zoo.text.vocabulary import END_ID, OOV_ID, PAD_ID, START_ID
@@ -90,15 +90,6 @@ def _classifier_module(model, beam_size):
     return module, ("classify",)
 
 
-def _kind(model):
-    for method, kind in (("translate", "translation"), ("generate", "language_model"),
-                         ("classify", "classifier")):
-        if hasattr(model, method):
-            return kind
-    raise ValueError(f"{type(model).__name__} cannot be exported: zoo exports translation "
-                     "models, language models and classifiers.")
-
-
 _MODULES = {"translation": _translation_module, "language_model": _language_model_module,
             "classifier": _classifier_module}
 
@@ -106,7 +97,7 @@ _MODULES = {"translation": _translation_module, "language_model": _language_mode
 def convert(model, beam_size=5, quantize=None):
     """The .tflite flatbuffer (bytes) of a zoo model."""
     with without_cudnn(model):
-        module, signature_names = _MODULES[_kind(model)](model, beam_size)
+        module, signature_names = _MODULES[model_kind(model)](model, beam_size)
     with tempfile.TemporaryDirectory() as staging:
         signatures = {name: getattr(module, name).get_concrete_function()
                       for name in signature_names}
@@ -131,7 +122,7 @@ def convert(model, beam_size=5, quantize=None):
 
 def runner_config(model, beam_size, quantize):
     """Everything besides the flatbuffer that a runner needs (written as NAME.json)."""
-    kind = _kind(model)
+    kind = model_kind(model)
     if kind == "language_model":
         return {
             "format": TFLITE_LANGUAGE_MODEL_FORMAT,
