@@ -126,17 +126,16 @@ def _print_result(args, result, text):
 
 
 def _evaluate_language_model(args):
-    import math
-
     from zoo.data import shakespeare
+    from zoo.training_lm import score
 
     model = _load_for(args.name, "generate", "language_modeling")
-    text = shakespeare.read_text(args.data)
-    nats, characters = model.nats_per_char(text), len(text) - 1
-    return _print_result(args, {"metric": "nats_per_char", "value": round(nats, 4),
-                                "examples": characters, "bits_per_char": round(nats / math.log(2), 4)},
-                         f"{nats:.4f} nats/char ({nats / math.log(2):.4f} bits/char) over "
-                         f"{characters:,} characters")
+    result = score(model, shakespeare.read_text(args.data))
+    return _print_result(args, {"metric": "nats_per_char", "value": result["nats_per_char"],
+                                "examples": result["characters"],
+                                "bits_per_char": result["bits_per_char"]},
+                         f"{result['nats_per_char']} nats/char ({result['bits_per_char']} "
+                         f"bits/char) over {result['characters']:,} characters")
 
 
 def _evaluate_classifier(args):

@@ -1,7 +1,6 @@
 """Run exported .tflite models with LiteRT alone (no TensorFlow), as an app would."""
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -96,20 +95,13 @@ class TFLiteLanguageModel:
         return result["logits"][0], result["states"]
 
     def generate(self, prompt, length, temperature=1.0, seed=None):
-        if not isinstance(length, int) or isinstance(length, bool) or length < 0:
-            raise ValueError(f"length must be a non-negative integer; received {length!r}.")
-        if not isinstance(temperature, (int, float)) or not math.isfinite(temperature) \
-                or temperature < 0:
-            raise ValueError(f"temperature must be a finite number >= 0; received {temperature!r}.")
-        prompt = prompt or self.config["empty_prompt"]
-        unknown = sorted({c for c in prompt if c not in self._index})
-        if unknown:
-            raise ValueError(f"The text contains characters this model was not trained on: "
-                             f"{''.join(unknown)!r}.")
+        length, temperature = codec.check_generation_arguments(length, temperature, seed)
+        prompt_ids = codec.character_ids(prompt or self.config["empty_prompt"], self._index,
+                                         self.characters)
         rng = np.random.default_rng(seed)
         states = np.zeros(self.config["states"], np.float32)
-        for character in prompt:
-            logits, states = self.step(self._index[character], states)
+        for token in prompt_ids:
+            logits, states = self.step(token, states)
         text = []
         for _ in range(length):
             token = _sample(logits, temperature, rng)

@@ -116,10 +116,9 @@ class TextClassifier(keras.Model):
     def classify(self, texts, batch_size=256):
         """``[{"label": str, "probability": float}]``, one per text: the likeliest label.
 
-        A text with no known word (empty, or only unknown words) is classified from
-        the ``[UNK]`` token alone, as the model was trained to do for unseen words.
+        Unknown words read as ``[UNK]``, as the model was trained to read unseen words;
+        a text without tokens (empty, blank) reads as one unknown word.
         """
-        texts = codec.text_list(texts)
         probabilities = self.probabilities(texts, batch_size)
         best = probabilities.argmax(axis=-1)
         return [{"label": self.labels[b], "probability": float(p[b])}
@@ -127,6 +126,7 @@ class TextClassifier(keras.Model):
 
     def probabilities(self, texts, batch_size=256):
         """``[len(texts), labels]`` softmax probabilities."""
+        texts = codec.text_list(texts)
         if self._predict_function is None:
             object.__setattr__(self, "_predict_function", tf.function(
                 lambda ids: ops.softmax(self(ids), axis=-1), reduce_retracing=True))

@@ -9,11 +9,11 @@ to chunk, as when generating).
 
 Generation samples one character at a time from ``softmax(logits / temperature)``
 with a stateless sampler seeded by ``(seed, step)``: the same seed gives the same
-text in Python, in the SavedModel and from the TFLite runner.
+text in Python and in the SavedModel. (The TFLite runner samples with numpy: the
+same text at temperature 0, the same distribution otherwise.)
 """
 
 import json
-import math
 import random
 
 import keras
@@ -22,12 +22,11 @@ import tensorflow as tf
 from keras import ops
 
 import zoo.layers
+from zoo.text import codec
+from zoo.text.codec import EMPTY_PROMPT
 
 CHARACTERS_FILE = "characters.json"
 SEQUENCE_LAYERS = {"rnn": zoo.layers.SimpleRNN, "lstm": zoo.layers.LSTM, "gru": zoo.layers.GRU}
-MAX_GENERATION_LENGTH = 100_000
-# An empty prompt starts a generation as if after a blank line (where a speech begins).
-EMPTY_PROMPT = "\n"
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -125,13 +124,7 @@ class CharLanguageModel(keras.Model):
         """Character ids of ``text``; a character the model never saw is an error."""
         if self.characters is None:
             raise ValueError("This model has no characters; call set_characters() or load a preset.")
-        unknown = sorted({c for c in text if c not in self._index})
-        if unknown:
-            raise ValueError(
-                f"The text contains characters this model was not trained on: "
-                f"{''.join(unknown)!r}. Known characters: {''.join(self.characters)!r}."
-            )
-        return [self._index[c] for c in text]
+        return codec.character_ids(text, self._index, self.characters)
 
     def decode(self, ids):
         return "".join(self.characters[int(i)] for i in ids)
@@ -189,7 +182,7 @@ class CharLanguageModel(keras.Model):
     # -- generation ------------------------------------------------------------------------------
     def stream(self, prompt, length, temperature=1.0, seed=None):
         """Yield ``length`` generated characters one at a time (after the prompt)."""
-        length, temperature = _check_generation_arguments(length, temperature, seed)
+        length, temperature = codec.check_generation_arguments(length, temperature, seed)
         seed = random.randrange(2**31) if seed is None else seed
         prompt_ids = tf.constant([self.encode(prompt or EMPTY_PROMPT)], tf.int32)
         logits, states = self._function("prime", self._prime)(prompt_ids)
@@ -243,16 +236,3 @@ def sample(logits, temperature, seed):
     scaled = logits / tf.maximum(tf.cast(temperature, logits.dtype), 1e-6)
     drawn = tf.cast(tf.random.stateless_categorical(scaled, 1, seed)[:, 0], tf.int32)
     return tf.where(temperature > 0, drawn, greedy)
-
-
-def _check_generation_arguments(length, temperature, seed):
-    if (not isinstance(length, int) or isinstance(length, bool)
-            or not 0 <= length <= MAX_GENERATION_LENGTH):
-        raise ValueError(f"length must be an integer from 0 to {MAX_GENERATION_LENGTH}; "
-                         f"received {length!r}.")
-    if not isinstance(temperature, (int, float)) or not math.isfinite(temperature) or temperature < 0:
-        raise ValueError(f"temperature must be a finite number >= 0; received {temperature!r}.")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)
-                             or not 0 <= seed < 2**31):
-        raise ValueError(f"seed must be an integer from 0 to 2**31 - 1 or None; received {seed!r}.")
-    return length, float(temperature)

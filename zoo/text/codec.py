@@ -6,6 +6,8 @@ Keras models and by the TFLite runners, which have no TensorFlow. The SavedModel
 the same in graph ops (``zoo.export.saved_model``).
 """
 
+import math
+
 from zoo.text.tokenizers import detokenize, tokenize
 from zoo.text.vocabulary import OOV_ID, PAD_ID, pad_batch
 
@@ -58,3 +60,35 @@ def encode_for_classifier(texts, language, lowercase, vocabulary, max_length):
         vocabulary.encode(classifier_tokens(t, language, lowercase, max_length)) or [OOV_ID]
         for t in texts
     ])
+
+
+# -- character language models ---------------------------------------------------------
+
+MAX_GENERATION_LENGTH = 100_000
+# An empty prompt starts a generation as if after a blank line (where a speech begins).
+EMPTY_PROMPT = "\n"
+
+
+def character_ids(text, index, characters):
+    """Ids of the characters of ``text``; a character the model never saw is an error."""
+    unknown = sorted({c for c in text if c not in index})
+    if unknown:
+        raise ValueError(
+            f"The text contains characters this model was not trained on: "
+            f"{''.join(unknown)!r}. Known characters: {''.join(characters)!r}."
+        )
+    return [index[c] for c in text]
+
+
+def check_generation_arguments(length, temperature, seed):
+    """``(length, float temperature)``, or a clear error for a bad argument."""
+    if (not isinstance(length, int) or isinstance(length, bool)
+            or not 0 <= length <= MAX_GENERATION_LENGTH):
+        raise ValueError(f"length must be an integer from 0 to {MAX_GENERATION_LENGTH}; "
+                         f"received {length!r}.")
+    if not isinstance(temperature, (int, float)) or not math.isfinite(temperature) or temperature < 0:
+        raise ValueError(f"temperature must be a finite number >= 0; received {temperature!r}.")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)
+                             or not 0 <= seed < 2**31):
+        raise ValueError(f"seed must be an integer from 0 to 2**31 - 1 or None; received {seed!r}.")
+    return length, float(temperature)
