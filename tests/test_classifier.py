@@ -91,7 +91,12 @@ def test_cli_classify_and_evaluate(classifier_preset, tmp_path, capsys):
 def test_sst2_files_are_read_and_checked(tmp_path):
     splits = sst2.load()
     assert len(splits["test"][0]) == 872 and set(splits["test"][1]) == {0, 1}
-    assert not set(splits["validation"][0]) & set(splits["train"][0])
+    validation, train = splits["validation"][0], splits["train"][0]
+    assert 700 <= len(validation) <= 850 and len(train) > 55_000
+    assert min(len(s.split()) for s in validation) >= 6
+    # No phrase of three words or more of a validation sentence was trained on.
+    validation_text = "\n".join(f" {s} " for s in validation)
+    assert not [line for line in train if len(line.split()) > 2 and f" {line} " in validation_text]
     path = tmp_path / "bad.tsv"
     path.write_text("sentence\tlabel\nfine\t1\n")
     with pytest.raises(ValueError, match="expected the header 'label<TAB>sentence'"):
@@ -99,6 +104,15 @@ def test_sst2_files_are_read_and_checked(tmp_path):
     path.write_text("label\tsentence\n2\tfine\n")
     with pytest.raises(ValueError, match="line 2: expected 'label<TAB>sentence' with label 0 or 1"):
         sst2.read_tsv(path)
+
+
+def test_validation_takes_whole_sentences_and_leaves_their_phrases_out():
+    lines = ["a fine and moving film about grief", "fine and moving", "moving", "fine",
+             "a dull film", "dull film", "a fine and moving film"]
+    train, validation = sst2.split_sentences_from_phrases(lines, share=1, min_words=3)
+    assert [lines[i] for i in validation] == ["a fine and moving film about grief", "a dull film"]
+    # Phrases of 3+ words inside a validation sentence go; words and word pairs stay.
+    assert [lines[i] for i in train] == ["moving", "fine", "dull film"]
 
 
 def test_train_writes_a_scored_classifier_preset(tmp_path):

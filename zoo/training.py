@@ -386,30 +386,41 @@ def _machine():
             f"TensorFlow {tf.__version__}, Keras {keras.__version__}; {gpu}")
 
 
-def _score_and_ship(model, out_dir, metadata, test_split, printer):
-    """Save the preset, then score what ships (the preset loaded back) on the test split."""
+def ship(model, out_dir, metadata, score, card):
+    """Save a preset, score what ships, and save it again with its scores and card.
+
+    What ships is scored -- the preset loaded back, its weights in the dtype they are
+    stored in -- not the model in memory. ``score(shipped)`` returns the metadata to
+    add (scores and ``headline``); ``card(metadata)`` writes the model card.
+    """
     weights_dtype = metadata["weights_dtype"]
     directory = presets.save(model, out_dir, metadata=metadata, weights_dtype=weights_dtype)
     shipped = presets.load(directory)
-    metadata = presets.describe(directory)
-    test_sources, test_references = test_split
-    metric = metric_of(metadata)
-    metrics = {}
-    for name, beam in (("greedy", 1), ("beam5", 5)):
-        result, _ = score_translations(shipped, test_sources, test_references, beam_size=beam,
-                                       metric=metric)
-        metrics[name] = result
-        printer(f"test {name}: " + ", ".join(
-            f"{key} {value['score']}" for key, value in result.items() if "score" in value))
-    metadata["test"] = {"sentences": len(test_sources), **metrics}
-    label = "BLEU" if metric == "bleu" else "exact match %"
-    metadata["headline"] = (
-        f"test {label} {metrics['beam5'][metric]['score']} (beam 5), "
-        f"{metrics['greedy'][metric]['score']} (greedy)"
-    )
-    presets.save(shipped, directory, metadata=metadata, card=model_card(metadata),
+    metadata = {**presets.describe(directory), **score(shipped)}
+    presets.save(shipped, directory, metadata=metadata, card=card(metadata),
                  weights_dtype=weights_dtype)
     return directory
+
+
+def _score_and_ship(model, out_dir, metadata, test_split, printer):
+    """Ship the preset scored on the test split, greedy and beam 5."""
+    test_sources, test_references = test_split
+    metric = metric_of(metadata)
+
+    def score(shipped):
+        metrics = {}
+        for name, beam in (("greedy", 1), ("beam5", 5)):
+            result, _ = score_translations(shipped, test_sources, test_references,
+                                           beam_size=beam, metric=metric)
+            metrics[name] = result
+            printer(f"test {name}: " + ", ".join(
+                f"{key} {value['score']}" for key, value in result.items() if "score" in value))
+        label = "BLEU" if metric == "bleu" else "exact match %"
+        return {"test": {"sentences": len(test_sources), **metrics},
+                "headline": f"test {label} {metrics['beam5'][metric]['score']} (beam 5), "
+                            f"{metrics['greedy'][metric]['score']} (greedy)"}
+
+    return ship(model, out_dir, metadata, score, model_card)
 
 
 def _data_description(recipe, data_file, splits):

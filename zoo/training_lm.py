@@ -129,21 +129,18 @@ def score(model, text):
 
 
 def _score_and_ship(model, out_dir, metadata, splits, printer):
-    """Save the preset, then score what ships (loaded back) on validation and test."""
-    weights_dtype = metadata["weights_dtype"]
-    directory = presets.save(model, out_dir, metadata=metadata, weights_dtype=weights_dtype)
-    shipped = presets.load(directory)
-    metadata = presets.describe(directory)
-    for split in ("validation", "test"):
-        metadata[split] = score(shipped, splits[split])
-        printer(f"{split}: {metadata[split]}")
-    metadata["sample"] = shipped.generate("ROMEO:", 300, temperature=0.8, seed=0)
-    test = metadata["test"]
-    metadata["headline"] = (f"test {test['nats_per_char']} nats/char "
-                            f"({test['bits_per_char']} bits/char)")
-    presets.save(shipped, directory, metadata=metadata, card=model_card(metadata),
-                 weights_dtype=weights_dtype)
-    return directory
+    """Ship the preset scored on validation and test, with a sample of its text."""
+    def score_shipped(shipped):
+        scores = {}
+        for split in ("validation", "test"):
+            scores[split] = score(shipped, splits[split])
+            printer(f"{split}: {scores[split]}")
+        test = scores["test"]
+        return {**scores, "sample": shipped.generate("ROMEO:", 300, temperature=0.8, seed=0),
+                "headline": f"test {test['nats_per_char']} nats/char "
+                            f"({test['bits_per_char']} bits/char)"}
+
+    return training.ship(model, out_dir, metadata, score_shipped, model_card)
 
 
 def _data_description(recipe, data_file, splits):
