@@ -36,9 +36,12 @@ def _command_benchmark(args):
         if args.name:
             raise UsageError("zoo benchmark layers takes no preset name.")
         results = benchmark.benchmark_layers(rounds=args.rounds or 7)
+    elif not args.name:
+        raise UsageError(f"zoo benchmark {args.what} needs a preset name.")
+    elif args.what == "serve":
+        results = benchmark.benchmark_serve(args.name, requests=args.requests or 200,
+                                            data_dir=args.data_dir)
     else:
-        if not args.name:
-            raise UsageError("zoo benchmark translate needs a preset name.")
         results = benchmark.benchmark_translate(args.name, rounds=args.rounds or 5,
                                                 data_dir=args.data_dir)
     if args.json:
@@ -224,6 +227,15 @@ def _command_export(args):
     return 0
 
 
+def _command_experiment(args):
+    from zoo import experiment
+
+    results = experiment.run(args.name, args.out, quick=args.quick)
+    print(f"experiment {args.name}: {len(results['figures'])} figures and {args.name}.json "
+          f"written to {args.out} in {results['wall_time_seconds']} s")
+    return 0
+
+
 class UsageError(Exception):
     """A command that cannot run as asked; reported as one line."""
 
@@ -305,12 +317,23 @@ def build_parser():
                            help="TFLite: the beam width of the 'beam' signature (default 5)")
     exporting.set_defaults(run=_command_export)
 
+    experiment = commands.add_parser(
+        "experiment", help="run an experiment of training/experiments (figures and JSON)")
+    experiment.add_argument("name", help="memory, gradients, bottleneck or alignments")
+    experiment.add_argument("--out", default="docs/experiments",
+                            help="folder for the figures and NAME.json (default docs/experiments)")
+    experiment.add_argument("--quick", action="store_true",
+                            help="a small version of the same code (seconds to minutes)")
+    experiment.set_defaults(run=_command_experiment)
+
     bench = commands.add_parser("benchmark", help="measure speed side by side, in one run")
-    bench.add_argument("what", choices=["layers", "translate"])
-    bench.add_argument("name", nargs="?", help="translate: the preset to measure")
+    bench.add_argument("what", choices=["layers", "translate", "serve"])
+    bench.add_argument("name", nargs="?", help="translate, serve: the preset to measure")
+    bench.add_argument("--requests", type=int,
+                       help="serve: requests per concurrency level (default 200)")
     bench.add_argument("--rounds", type=int,
                        help="alternating rounds (default 7 for layers, 5 for translate)")
-    bench.add_argument("--data-dir", help="translate: folder holding tatoeba/ (test sentences)")
+    bench.add_argument("--data-dir", help="translate, serve: the data folder (test sentences)")
     bench.add_argument("--json", action="store_true", help="also print the results as JSON")
     bench.set_defaults(run=_command_benchmark)
     return parser

@@ -41,3 +41,19 @@ def attention_heatmap(weights, source_tokens, target_tokens, path, title=None):
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
+
+
+def figure(width, height):
+    """A new figure with one set of axes."""
+    return plt.subplots(figsize=(width, height))
+
+
+def save(figure, axes, path, legend=True):
+    """Write the figure as a PNG (with its legend) and close it; returns the path."""
+    if legend and axes.get_legend_handles_labels()[0]:
+        axes.legend(fontsize="small")
+    axes.grid(True, alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return Path(path)

@@ -360,7 +360,7 @@ def training_record(recipe, command, started, epochs_run, best_epoch):
         "epochs_run": epochs_run,
         "best_epoch": best_epoch,
         "wall_time_seconds": round(time.time() - started),
-        "machine": _machine(),
+        "machine": machine(),
     }
 
 
@@ -380,7 +380,7 @@ def card_training_lines(metadata, sizes_key):
     ]
 
 
-def _machine():
+def machine():
     gpu = "GPU" if tf.config.list_physical_devices("GPU") else "no GPU"
     return (f"{platform.machine()}, {os.cpu_count()} CPU cores, {platform.system()}; "
             f"TensorFlow {tf.__version__}, Keras {keras.__version__}; {gpu}")

@@ -1,0 +1,112 @@
+"""The experiments of training/experiments: their tasks, their measurements, their runner."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from zoo import experiment
+from zoo.cli import main
+from zoo.data import synthetic
+
+
+def _load(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, experiment.EXPERIMENTS_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_adding_problem_marks_one_number_in_each_half_and_sums_them(rng):
+    inputs, targets = synthetic.adding_problem(5000, 30, rng)
+    assert inputs.shape == (5000, 30, 2) and targets.shape == (5000, 1)
+    markers = inputs[..., 1]
+    assert np.all(markers[:, :15].sum(axis=1) == 1) and np.all(markers[:, 15:].sum(axis=1) == 1)
+    np.testing.assert_allclose(targets[:, 0], (inputs[..., 0] * markers).sum(axis=1), atol=1e-6)
+    # Always answering 1.0 scores the variance of the sum of two uniforms, 1/6.
+    assert np.mean((targets - 1.0) ** 2) == pytest.approx(synthetic.ADDING_BASELINE_MSE, abs=0.01)
+    with pytest.raises(ValueError, match="at least 2; got 1"):
+        synthetic.adding_problem(2, 1, rng)
+
+
+def test_delayed_copy_targets_the_token_read_lag_steps_before(rng):
+    tokens, targets, weights = synthetic.delayed_copy(4, 12, 5, 8, rng)
+    np.testing.assert_array_equal(targets[:, 5:], tokens[:, :-5])
+    np.testing.assert_array_equal(weights, np.repeat([[0] * 5 + [1] * 7], 4, axis=0))
+    assert tokens.min() >= 0 and tokens.max() < 8
+    with pytest.raises(ValueError, match="between 1 and length - 1 \\(11\\); got 12"):
+        synthetic.delayed_copy(4, 12, 12, 8, rng)
+
+
+def test_reversal_pairs(rng):
+    sources, targets = synthetic.reversal(200, 5, 9, rng)
+    assert {len(s) for s in sources} == set(range(5, 10))
+    assert all(t == s[::-1] and set(s) <= set(synthetic.LETTERS) for s, t in zip(sources, targets))
+
+
+@pytest.mark.parametrize("cell", ["rnn", "lstm", "gru"])
+def test_parameter_budget_counts_the_layers_real_weights(cell):
+    units = experiment.units_for_budget(cell, 4600, 2)
+    layer = experiment.recurrent_layer(cell, units)
+    layer.build((None, None, 2))
+    assert layer.count_params() == experiment.parameter_count(cell, units, 2) <= 4600
+    assert experiment.parameter_count(cell, units + 1, 2) > 4600
+    with pytest.raises(ValueError, match="Unknown cell 'elman'; known: rnn, lstm, gru"):
+        experiment.recurrent_layer("elman", 4)
+
+
+def test_hidden_state_gradients_are_the_total_derivative():
+    gradients = _load("gradients")
+    inputs, targets = synthetic.adding_problem(8, 20, np.random.default_rng(0))
+    model = gradients.adding_model("rnn")
+    norms = gradients.hidden_state_gradient_norms(model, inputs, targets)["h"]
+    # At the last step the loss is mean((h_T W + b - y)^2): dL/dh_T = 2 (pred - y) W^T / B.
+    predictions = model.predict(inputs, verbose=0)
+    kernel = keras.ops.convert_to_numpy(model.layers[2].kernel)
+    expected = 2 * (predictions - targets) @ kernel.T / len(inputs)
+    assert norms[-1] == pytest.approx(np.linalg.norm(expected, axis=-1).mean(), rel=1e-4)
+    # Through a contracting recurrence the gradient vanishes, through an expanding one it grows.
+    gradients.set_spectral_radius(model, 0.5)
+    small = gradients.hidden_state_gradient_norms(model, inputs, targets)["h"]
+    gradients.set_spectral_radius(model, 1.5)
+    large = gradients.hidden_state_gradient_norms(model, inputs, targets)["h"]
+    assert small[0] / small[-1] < 1e-3 and large[0] / large[-1] > 1.0
+    lstm = gradients.hidden_state_gradient_norms(gradients.adding_model("lstm"), inputs, targets)
+    assert set(lstm) == {"h", "c"} and len(lstm["c"]) == 20
+
+
+def test_effective_memory_is_the_longest_lag_recalled():
+    memory = _load("memory")
+    results = {2: {"accuracy": 100.0}, 5: {"accuracy": 95.0}, 10: {"accuracy": 40.0},
+               15: {"accuracy": 91.0}}
+    assert memory.effective_memory(results) == 15
+    assert memory.effective_memory({2: {"accuracy": 12.5}}) == 0
+
+
+def test_experiment_command_writes_figures_and_numbers(tmp_path, capsys):
+    assert main(["experiment", "alignments", "--quick", "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "alignments.json").read_text())
+    assert results["command"] == f"zoo experiment alignments --out {tmp_path} --quick"
+    first = results["alignments"][0]
+    assert (first["text"], first["translation"]) == ("I read a book.", "我读一本书。")
+    weights = np.array(first["weights"])
+    assert weights.shape == (len(first["target_tokens"]), len(first["source_tokens"]))
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=0.01)
+    for name in results["figures"]:
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "2 figures and alignments.json written" in capsys.readouterr().out
+    assert main(["experiment", "nope", "--out", str(tmp_path)]) == 2
+    assert "Unknown experiment 'nope'; known: alignments, bottleneck, gradients, memory" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["memory", "gradients", "bottleneck"])
+def test_quick_experiments_run_end_to_end(name, tmp_path):
+    results = experiment.run(name, tmp_path, quick=True, printer=lambda *_: None)
+    saved = json.loads((tmp_path / f"{name}.json").read_text())
+    assert saved["quick"] and saved["experiment"] == name
+    assert all((tmp_path / figure).stat().st_size > 10_000 for figure in results["figures"])

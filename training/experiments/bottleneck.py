@@ -1,0 +1,148 @@
+"""The fixed-length bottleneck: what attention buys as sentences get longer.
+
+Claim tested (Cho et al. 2014; Bahdanau, Cho & Bengio 2014, Figure 2): an
+encoder-decoder that passes one fixed-length vector degrades as the source grows;
+with attention the decoder reads every source position and holds up.
+
+1. Translation: BLEU by source length (characters) of ``lstm_seq2seq_cmn_en`` (no
+   attention) and ``gru_bahdanau_cmn_en`` (attention), both presets trained with the
+   same budget, on the same leak-free Tatoeba test split, beam 5.
+2. Reversal: write a string of 5 to 100 letters backwards. Both models read every
+   letter and must reproduce all of them; one model of each kind is trained on the
+   same examples with about the same number of weights, and scored by length
+   (exact match, and letters right in place).
+
+Run: ``zoo experiment bottleneck --out docs/experiments``.
+"""
+
+import keras
+import numpy as np
+
+import zoo
+import zoo.models
+from zoo import plots, training
+from zoo.data import synthetic
+from zoo.text import Vocabulary
+
+PRESETS = {"no attention": "lstm_seq2seq_cmn_en", "attention": "gru_bahdanau_cmn_en"}
+TEST_LENGTHS = (5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
+
+
+def run(out_dir, quick=False, printer=print):
+    translation = translation_by_length(quick, printer)
+    reversal = reversal_by_length(quick, printer)
+    figures = [plot_translation(translation, out_dir / "bottleneck_translation.png"),
+               plot_reversal(reversal, out_dir / "bottleneck_reversal.png")]
+    return {"translation": translation, "reversal": reversal,
+            "figures": [p.name for p in figures]}
+
+
+# -- 1. translation presets ----------------------------------------------------------------
+
+
+def translation_by_length(quick, printer):
+    sources, references = training.preset_splits(PRESETS["attention"])["test"]
+    if quick:
+        sources, references = sources[:60], references[:60]
+    beam = 1 if quick else 5
+    results = {"test_sentences": len(sources), "beam_size": beam, "models": {}}
+    for kind, name in PRESETS.items():
+        model = zoo.load(name)
+        scores, _ = training.score_translations(model, sources, references, beam_size=beam)
+        results["models"][kind] = {"preset": name, "bleu": scores["bleu"]["score"],
+                                   "bleu_by_source_length": scores["bleu_by_source_length"]}
+        printer(f"{name}: BLEU {scores['bleu']['score']} by length "
+                f"{ {k: v['bleu'] for k, v in scores['bleu_by_source_length'].items()} }")
+    return results
+
+
+def plot_translation(results, path):
+    figure, axes = plots.figure(6.0, 4.0)
+    for kind, result in results["models"].items():
+        buckets = result["bleu_by_source_length"]
+        labels = [f"{name}\n({b['sentences']})" for name, b in buckets.items()]
+        axes.plot(labels, [b["bleu"] for b in buckets.values()], marker="o",
+                  label=f"{result['preset']} ({kind})")
+    axes.set(xlabel="source length in Chinese characters (test sentences)", ylabel="test BLEU",
+             title="Chinese to English by source length (Tatoeba test)")
+    return plots.save(figure, axes, path)
+
+
+# -- 2. synthetic reversal -----------------------------------------------------------------
+
+
+def reversal_models(vocabulary_size, quick):
+    """An attention model and a fixed-length-vector model of about the same size."""
+    common = dict(embedding_dim=32, dropout=0.0, max_source_length=100, max_output_length=101)
+    attention_units = 32 if quick else 64
+    attention = zoo.models.AttentionSeq2Seq("char", "char", vocabulary_size, vocabulary_size,
+                                            units=attention_units, **common)
+    attention.build()
+    units = attention_units
+    while True:  # the bottleneck LSTM as large as the attention model allows
+        bottleneck = zoo.models.BottleneckSeq2Seq("char", "char", vocabulary_size,
+                                                  vocabulary_size, units=units + 8, **common)
+        bottleneck.build()
+        if bottleneck.count_params() > attention.count_params():
+            break
+        units += 8
+    bottleneck = zoo.models.BottleneckSeq2Seq("char", "char", vocabulary_size, vocabulary_size,
+                                              units=units, **common)
+    bottleneck.build()
+    return {"attention": attention, "no attention": bottleneck}
+
+
+def reversal_by_length(quick, printer):
+    rng = np.random.default_rng(0)
+    max_length = 30 if quick else 100
+    train_pairs = synthetic.reversal(500 if quick else 10_000, 5, max_length, rng)
+    validation_pairs = synthetic.reversal(100 if quick else 500, 5, max_length, rng)
+    vocabulary = Vocabulary.build([list(synthetic.LETTERS)], min_count=1)
+    lengths = [n for n in TEST_LENGTHS if n <= max_length]
+    keras.utils.set_random_seed(0)
+    results = {"train_examples": len(train_pairs[0]), "alphabet": len(synthetic.LETTERS),
+               "lengths": f"5 to {max_length}, uniform", "models": {}}
+    for kind, model in reversal_models(len(vocabulary), quick).items():
+        model.set_vocabularies(vocabulary, vocabulary)
+        training.compile_for_training(model, learning_rate=3e-3)
+        train_data, steps = training.make_dataset(model, *train_pairs, 64, shuffle=True)
+        validation_data, _ = training.make_dataset(model, *validation_pairs, 64, shuffle=False)
+        epochs = 1 if quick else 3
+        history = model.fit(train_data.repeat(), steps_per_epoch=steps, epochs=epochs,
+                            validation_data=validation_data, verbose=0)
+        by_length = {}
+        for length in lengths:
+            sources = ["".join(rng.choice(list(synthetic.LETTERS), length))
+                       for _ in range(20 if quick else 50)]
+            hypotheses = model.translate(sources, batch_size=100)
+            by_length[length] = {
+                "exact_match": round(100 * float(np.mean(
+                    [h == s[::-1] for h, s in zip(hypotheses, sources)])), 2),
+                "letters_in_place": round(100 * float(np.mean(
+                    [letters_in_place(h, s[::-1]) for h, s in zip(hypotheses, sources)])), 2),
+            }
+        results["models"][kind] = {
+            "architecture": type(model).__name__, "units": model.units,
+            "parameters": model.count_params(), "epochs": len(history.history["loss"]),
+            "final_val_loss": round(float(history.history["val_loss"][-1]), 4),
+            "by_length": by_length}
+        printer(f"reversal, {kind}: "
+                f"{ {n: r['letters_in_place'] for n, r in by_length.items()} }")
+    return results
+
+
+def letters_in_place(hypothesis, reference):
+    """Share of the reference's positions that the hypothesis gets right."""
+    return sum(h == r for h, r in zip(hypothesis, reference)) / len(reference)
+
+
+def plot_reversal(results, path):
+    figure, axes = plots.figure(6.0, 4.0)
+    for kind, result in results["models"].items():
+        lengths = sorted(result["by_length"])
+        axes.plot(lengths, [result["by_length"][n]["letters_in_place"] for n in lengths],
+                  marker="o", label=f"{result['architecture']} ({kind}), "
+                                    f"{result['parameters']:,} weights")
+    axes.set(xlabel="string length (letters)", ylabel="letters right in place %", ylim=(0, 102),
+             title="Reversing a string: fixed-length vector vs attention")
+    return plots.save(figure, axes, path)
