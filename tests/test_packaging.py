@@ -1,4 +1,4 @@
-"""A regular (non-editable) install carries the presets and the recipes."""
+"""A regular (non-editable) install carries the presets, the recipes and the experiments."""
 
 import os
 import subprocess
@@ -21,22 +21,24 @@ def test_regular_install_ships_presets(tmp_path):
     installed = target / "zoo"
     assert not (installed / "saved_models").is_symlink()
     script = (
-        "import zoo, zoo.presets, zoo.training;"
+        "import zoo, zoo.presets, zoo.training, zoo.experiment;"
         "print(zoo.__file__);"
         "print(zoo.presets.presets_root());"
         "print(','.join(zoo.list_models()));"
-        "print(','.join(sorted(p.stem for p in zoo.training.RECIPES_DIR.glob('*.json'))))"
+        "print(','.join(sorted(p.stem for p in zoo.training.RECIPES_DIR.glob('*.json'))));"
+        "print(zoo.experiment.EXPERIMENTS_DIR, ','.join(zoo.experiment.names()))"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    module, root, names, recipes = result.stdout.strip().splitlines()
+    module, root, names, recipes, experiments = result.stdout.strip().splitlines()
     assert module == str(installed / "__init__.py")
     assert root == str(installed / "saved_models")
     assert names.split(",") == zoo.list_models() and names
     expected_recipes = sorted(p.stem for p in (ROOT / "training" / "recipes").glob("*.json"))
     assert recipes.split(",") == expected_recipes
+    assert experiments == f"{installed / 'experiments'} alignments,bottleneck,gradients,memory"
     for name in zoo.list_models():
         shipped = sorted(p.relative_to(installed / "saved_models" / name).as_posix()
                          for p in (installed / "saved_models" / name).rglob("*") if p.is_file())

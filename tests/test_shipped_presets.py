@@ -15,6 +15,13 @@ EXACT_MATCH = [n for n in SHIPPED if zoo.describe(n).get("metric") == "exact_mat
 MB = 1024 * 1024
 
 
+def _readme_row(name):
+    readme = (ROOT / "README.md").read_text()
+    row = re.search(rf"^\| `{name}` \|(.*)$", readme, re.MULTILINE)
+    assert row, f"{name} is missing from the README's preset tables"
+    return [c.strip() for c in row.group(1).split("|")]
+
+
 def test_presets_ship():
     assert "gru_bahdanau_cmn_en" in SHIPPED
 
@@ -59,11 +66,8 @@ def test_translation_preset_scores(name):
 
 @pytest.mark.parametrize("name", TRANSLATION)
 def test_readme_table_matches_the_metadata(name):
-    readme = (ROOT / "README.md").read_text()
-    row = re.search(rf"^\| `{name}` \|(.*)$", readme, re.MULTILINE)
-    assert row, f"{name} is missing from the README's preset table"
     test = zoo.describe(name)["test"]
-    cells = [c.strip() for c in row.group(1).split("|")]
+    cells = _readme_row(name)
     assert str(test["beam5"]["bleu"]["score"]) in cells
     assert str(test["greedy"]["bleu"]["score"]) in cells
 
@@ -93,9 +97,7 @@ def test_teaching_task_presets_are_near_perfect_on_unseen_answers(name):
     for decoding in ("greedy", "beam5"):
         result = metadata["test"][decoding]["exact_match"]
         assert result["examples"] == 5000 and result["score"] >= 99.0, (decoding, result)
-    readme = (ROOT / "README.md").read_text()
-    row = re.search(rf"^\| `{name}` \|(.*)$", readme, re.MULTILINE)
-    assert row and str(metadata["test"]["greedy"]["exact_match"]["score"]) in row.group(1)
+    assert str(metadata["test"]["greedy"]["exact_match"]["score"]) in _readme_row(name)
 
 
 @pytest.mark.parametrize("name", EXACT_MATCH)
@@ -118,13 +120,6 @@ def test_teaching_task_exports_answer_as_the_model_does(name, tmp_path):
 
 CLASSIFIERS = [n for n in SHIPPED if zoo.describe(n).get("task") == "classification"]
 LANGUAGE_MODELS = [n for n in SHIPPED if zoo.describe(n).get("task") == "language_modeling"]
-
-
-def _readme_row(name):
-    readme = (ROOT / "README.md").read_text()
-    row = re.search(rf"^\| `{name}` \|(.*)$", readme, re.MULTILINE)
-    assert row, f"{name} is missing from the README's preset tables"
-    return [c.strip() for c in row.group(1).split("|")]
 
 
 @pytest.mark.parametrize("name", CLASSIFIERS)

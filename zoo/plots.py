@@ -1,4 +1,4 @@
-"""Figures with matplotlib: attention heatmaps (CJK glyphs included)."""
+"""Figures with matplotlib: attention heatmaps (CJK glyphs included) and line plots."""
 
 from pathlib import Path
 

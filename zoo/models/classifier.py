@@ -3,8 +3,9 @@
 Words are embedded and read in both directions by ``zoo.layers.LSTM``; the sentence
 vector is the maximum of each feature over the words (Conneau et al. 2017), masked
 so that padding never wins, and is mapped to one logit per label. Max-pooling lets a
-single telling phrase anywhere in the sentence decide a feature; the two final states
-alone scored 81.5% on SST-2's dev sentences where max-pooling scores over 83%.
+single telling phrase anywhere in the sentence decide a feature. (On SST-2's dev
+sentences the two final states scored 81.5%, max-pooling 82.6% for the same seed, with
+a better validation split too.)
 """
 
 import keras
