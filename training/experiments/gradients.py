@@ -28,7 +28,6 @@ from zoo import experiment, plots
 from zoo.data import synthetic
 
 CELLS = ("rnn", "lstm", "gru")
-BUDGET = 4600
 LENGTH = 100
 RADII = (0.5, 0.9, 1.0, 1.1, 1.5)
 
@@ -68,12 +67,7 @@ def run(out_dir, quick=False, printer=print):
 
 def adding_model(cell, seed=0):
     keras.utils.set_random_seed(seed)
-    units = experiment.units_for_budget(cell, BUDGET, 2)
-    inputs = keras.Input((None, 2))
-    outputs = keras.layers.Dense(1)(experiment.recurrent_layer(cell, units)(inputs))
-    model = keras.Model(inputs, outputs)
-    model.compile(optimizer=keras.optimizers.Adam(1e-3, clipnorm=1.0), loss="mse")
-    return model
+    return experiment.adding_model(cell)
 
 
 def train(model, length, steps):

@@ -21,7 +21,7 @@ from zoo import experiment, plots
 from zoo.data import synthetic
 
 CELLS = ("rnn", "lstm", "gru")
-BUDGET = 4600  # recurrent weights per model: LSTM 32, GRU 37, vanilla RNN 65 units
+BUDGET = experiment.WEIGHT_BUDGET
 SYMBOLS = 8
 
 
@@ -55,19 +55,10 @@ def run(out_dir, quick=False, printer=print):
     }
 
 
-def compile_model(model):
-    model.compile(optimizer=keras.optimizers.Adam(1e-3, clipnorm=1.0),
-                  loss="mse" if model.output_shape[-1] == 1 else
-                  keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    return model
-
-
 def train_adding(cell, length, steps, quick):
     keras.utils.set_random_seed(length)
-    units = experiment.units_for_budget(cell, BUDGET, 2)
-    inputs = keras.Input((None, 2))
-    outputs = keras.layers.Dense(1)(experiment.recurrent_layer(cell, units)(inputs))
-    model = compile_model(keras.Model(inputs, outputs))
+    model = experiment.adding_model(cell)
+    units = model.layers[1].cell.units
     train_rng, test_rng = np.random.default_rng(1), np.random.default_rng(2)
     test_inputs, test_targets = synthetic.adding_problem(256 if quick else 2000, length, test_rng)
     curve = []
@@ -86,7 +77,9 @@ def train_delayed_copy(cell, lag, steps, quick):
     tokens = keras.Input((None,), dtype="int32")
     states = experiment.recurrent_layer(cell, units, return_sequences=True)(
         ops.one_hot(tokens, SYMBOLS))
-    model = compile_model(keras.Model(tokens, keras.layers.Dense(SYMBOLS)(states)))
+    model = keras.Model(tokens, keras.layers.Dense(SYMBOLS)(states))
+    model.compile(optimizer=keras.optimizers.Adam(1e-3, clipnorm=1.0),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     train_rng, test_rng = np.random.default_rng(1), np.random.default_rng(2)
     for _ in range(steps):
         batch, targets, weights = synthetic.delayed_copy(64, length, lag, SYMBOLS, train_rng)
