@@ -4,6 +4,7 @@ import argparse
 import json
 import shlex
 import sys
+from pathlib import Path
 
 
 def _command_list(args):
@@ -206,9 +207,19 @@ def _command_train(args):
         print(f"preset re-scored in {directory}")
         return 0
     command = "zoo " + shlex.join(args.argv)
+    from zoo import training_loop
+
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise UsageError(f"--checkpoint-every must be at least 1; received {args.checkpoint_every}.")
+    options = training_loop.Options(
+        strategy=training_loop.make_strategy(args.strategy),
+        checkpoint_dir=Path(args.checkpoint_dir
+                            or Path("checkpoints") / Path(args.out or recipe["name"]).name),
+        checkpoint_every=args.checkpoint_every)
     directory = training.train(
         recipe, out_dir=args.out, epochs=args.epochs, data_file=args.data,
         data_dir=args.data_dir, log_dir=args.log_dir, command=command, tfds_name=args.tfds,
+        options=options,
     )
     print(f"preset written to {directory}")
     return 0
@@ -302,6 +313,14 @@ def build_parser():
                        help="a tensorflow-datasets translation corpus, e.g. ted_hrlr_translate/pt_to_en")
     train.add_argument("--data-dir", help="folder holding tatoeba/ (default $ZOO_DATA_DIR or ../shared/data)")
     train.add_argument("--log-dir", help="TensorBoard log folder (default runs/NAME)")
+    train.add_argument("--strategy", choices=("default", "mirrored", "multi_worker"), default="default",
+                       help="tf.distribute strategy: mirrored (the devices of this host) or "
+                            "multi_worker (the hosts in TF_CONFIG)")
+    train.add_argument("--checkpoint-dir",
+                       help="checkpoints to resume from (default checkpoints/NAME); removed "
+                            "once the preset is written")
+    train.add_argument("--checkpoint-every", type=int, default=200, metavar="STEPS",
+                       help="also checkpoint every STEPS steps inside an epoch (default 200)")
     train.add_argument("--retune-decoding", action="store_true",
                        help="do not train: re-choose the beam length penalty of the trained "
                             "preset on validation and re-score its test split")

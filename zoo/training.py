@@ -1,9 +1,10 @@
-"""The shared training loop: a recipe (hyper-parameters as data) in, a preset out.
+"""Training a preset: a recipe (hyper-parameters as data) in, a preset out.
 
 A recipe is a JSON file in ``training/recipes/`` (or any path). ``train(recipe)``
 reads the corpus, splits it, builds the vocabularies from the training split only,
-fits the model with Keras (progress bars, TensorBoard logs, early stopping on the
-validation loss with the best weights restored), scores the result on the test
+trains the model with ``zoo.training_loop.fit`` (progress lines, TensorBoard logs,
+early stopping on the validation loss with the best weights restored, checkpoints
+to resume from, any ``tf.distribute`` strategy), scores the result on the test
 split, and writes the preset with its metadata and model card.
 """
 
@@ -19,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 import zoo.models
-from zoo import evaluation, presets
+from zoo import evaluation, presets, training_loop
 from zoo.data import generated, tatoeba
 from zoo.text import END_ID, START_ID, Vocabulary, tokenize
 from zoo.text.vocabulary import pad_batch
@@ -129,7 +130,7 @@ def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, 
 
 
 def bucketed_dataset(indices, length_of, batch_of, output_signature, batch_size, shuffle, seed=0):
-    """``(dataset, batches per pass)``: the examples ``indices`` in batches of similar length.
+    """An ``EpochData`` of the examples ``indices`` in batches of similar length.
 
     Sorting by length inside shuffled chunks keeps padding low without making every
     epoch see the batches in the same order; ``batch_of(indices)`` builds one batch.
@@ -144,16 +145,17 @@ def bucketed_dataset(indices, length_of, batch_of, output_signature, batch_size,
         part = sorted(order[start : start + chunk], key=length_of)
         batches += [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
 
-    def generate():
-        # A new batch order on every pass (every epoch) when shuffling.
-        order = rng.permutation(len(batches)) if shuffle else range(len(batches))
-        for batch in (batches[i] for i in order):
-            yield batch_of(batch)
+    def batches_of_pass(index):
+        order = range(len(batches))
+        if shuffle:  # pass k's order: the k-th draw after the chunks' (one random stream)
+            replay = np.random.default_rng(seed)
+            replay.permutation(len(indices))
+            for _ in range(index + 1):
+                order = replay.permutation(len(batches))
+        for i in order:
+            yield batch_of(batches[i])
 
-    dataset = tf.data.Dataset.from_generator(generate, output_signature=output_signature)
-    # A known length lets Keras show progress and end validation cleanly.
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(len(batches)))
-    return dataset.prefetch(2), len(batches)
+    return training_loop.EpochData(batches_of_pass, len(batches), output_signature)
 
 
 def tsv_dataset(model, path, batch_size=64, shuffle=True):
@@ -162,8 +164,7 @@ def tsv_dataset(model, path, batch_size=64, shuffle=True):
     The model's vocabularies are kept: words it does not know become ``[UNK]``.
     """
     sources, targets = pair_sides(tatoeba.read_pairs(path), model.source_language)
-    dataset, _ = make_dataset(model, sources, targets, batch_size, shuffle=shuffle)
-    return dataset
+    return make_dataset(model, sources, targets, batch_size, shuffle=shuffle).dataset()
 
 
 # -- model -----------------------------------------------------------------------------
@@ -239,22 +240,35 @@ def choose_length_penalty(model, sources, references, candidates=LENGTH_PENALTIE
 
 
 def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_dir=None,
-          command=None, tfds_name=None, printer=print):
+          command=None, tfds_name=None, printer=print, options=None):
     """Train a preset from a recipe; returns the preset directory.
 
     By default on the recipe's corpus into ``saved_models/NAME``; with ``data_file``
     (a TSV of pairs) or ``tfds_name`` (a tensorflow-datasets translation corpus) the
     same architecture is trained on other data and ``out_dir`` is required.
-    Language models and classifiers have their own loops (``zoo.training_lm``,
-    ``zoo.training_classifier``); this one trains the sequence-to-sequence models.
+    ``options`` (``training_loop.Options``): the ``tf.distribute`` strategy and the
+    checkpoints to resume from. Language models and classifiers have their own
+    recipes-to-presets code (``zoo.training_lm``, ``zoo.training_classifier``); all
+    three train with ``zoo.training_loop.fit``.
     """
+    options = options or training_loop.Options()
     if recipe.get("task") in OTHER_LOOPS:
         loop = importlib.import_module(OTHER_LOOPS[recipe["task"]])
         if tfds_name:
             raise ValueError(f"--tfds applies to translation recipes; {recipe['name']} is "
                              f"a {recipe['task']} recipe.")
-        return loop.train(recipe, out_dir=out_dir, epochs=epochs, data_file=data_file,
-                          data_dir=data_dir, log_dir=log_dir, command=command, printer=printer)
+        directory = loop.train(recipe, out_dir=out_dir, epochs=epochs, data_file=data_file,
+                               data_dir=data_dir, log_dir=log_dir, command=command,
+                               printer=printer, options=options)
+    else:
+        directory = _train_seq2seq(recipe, out_dir, epochs, data_file, data_dir, log_dir, command,
+                                   tfds_name, printer, options)
+    options.remove_checkpoints()  # the preset is written: a new run starts afresh
+    return directory
+
+
+def _train_seq2seq(recipe, out_dir, epochs, data_file, data_dir, log_dir, command, tfds_name,
+                   printer, options):
     started = time.time()
     if (data_file or tfds_name) and not out_dir:
         raise ValueError("Training on other data needs an output directory (--out DIR).")
@@ -270,13 +284,15 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
         for side, texts in zip(("source", "target"), splits["train"])
     )
     keras.utils.set_random_seed(recipe.get("seed", 0))
-    model = build_model(recipe, source_vocabulary, target_vocabulary)
-    compile_for_training(model, recipe.get("learning_rate", 1e-3))
+    with options.scope():
+        model = build_model(recipe, source_vocabulary, target_vocabulary)
+        compile_for_training(model, recipe.get("learning_rate", 1e-3))
     printer(
         f"{recipe['name']}: {len(splits['train'][0])} training pairs, vocabularies "
         f"{len(source_vocabulary)} / {len(target_vocabulary)}, {model.count_params():,} parameters"
     )
-    val_losses = _fit(model, recipe, splits, epochs, log_dir)
+    val_losses = _fit(model, recipe, splits, epochs, log_dir, options,
+                      run={"epochs": epochs, "data": str(data_file or tfds_name or "")})
     metric = metric_of(recipe)
     metadata = {
         "task": recipe.get("task", "translation"),
@@ -320,14 +336,12 @@ def retune_decoding(directory, data_dir=None, printer=print):
     return _score_and_ship(model, directory, metadata, splits["test"], printer)
 
 
-def _fit(model, recipe, splits, epochs, log_dir):
-    """Keras fit with early stopping (best weights kept); returns the validation losses."""
+def _fit(model, recipe, splits, epochs, log_dir, options, run):
+    """Training with early stopping (best weights kept); returns the validation losses."""
     batch_size = recipe.get("batch_size", 64)
-    train_data, steps = make_dataset(
-        model, *splits["train"], batch_size, shuffle=True,
-        max_tokens=recipe.get("max_train_tokens"), seed=recipe.get("seed", 0),
-    )
-    validation_data, _ = make_dataset(model, *splits["validation"], batch_size, shuffle=False)
+    train_data = make_dataset(model, *splits["train"], batch_size, shuffle=True,
+                              max_tokens=recipe.get("max_train_tokens"), seed=recipe.get("seed", 0))
+    validation_data = make_dataset(model, *splits["validation"], batch_size, shuffle=False)
     callbacks = [
         keras.callbacks.EarlyStopping(
             monitor="val_loss", patience=recipe.get("patience", 3), restore_best_weights=True
@@ -335,12 +349,10 @@ def _fit(model, recipe, splits, epochs, log_dir):
         keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=1),
         keras.callbacks.TensorBoard(log_dir=str(log_dir or Path("runs") / recipe["name"])),
     ]
-    history = model.fit(
-        train_data.repeat(), steps_per_epoch=steps, validation_data=validation_data,
-        epochs=epochs or recipe.get("epochs", 30), callbacks=callbacks, verbose=2,
-        shuffle=False,  # the dataset shuffles itself
-    )
-    return history.history["val_loss"]
+    history = training_loop.fit(model, train_data, epochs or recipe.get("epochs", 30),
+                                validation_data.dataset(), callbacks, {"recipe": recipe, **run},
+                                options)
+    return history["val_loss"]
 
 
 def _tune_decoding(model, sources, references, metric, printer):

@@ -2,8 +2,8 @@
 
 SST-2's training file gives train and validation (whole sentences, their phrases
 kept out of training: see ``zoo.data.sst2``); its dev file is the test split. Batches
-are bucketed by length; Keras ``fit`` with early stopping on the validation accuracy
-restores the best weights.
+are bucketed by length; ``zoo.training_loop.fit`` with early stopping on the
+validation accuracy restores the best weights.
 """
 
 import time
@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 import zoo.models
-from zoo import presets, training
+from zoo import presets, training, training_loop
 from zoo.data import sst2
 from zoo.text import Vocabulary
 from zoo.text.vocabulary import pad_batch
@@ -40,7 +40,7 @@ def make_dataset(model, sentences, labels, batch_size, shuffle, seed=0):
 
 
 def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_dir=None,
-          command=None, printer=print):
+          command=None, printer=print, options=None):
     """Train a classifier preset (SST-2, or a user's ``label<TAB>sentence`` file)."""
     started = time.time()
     if data_file and not out_dir:
@@ -57,7 +57,9 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
     runs = {}
     for seed in recipe.get("seeds") or [recipe.get("seed", 0)]:
         runs[seed] = _fit(recipe, config, vocabulary, splits, seed, epochs,
-                          Path(log_dir or Path("runs") / recipe["name"]) / f"seed_{seed}")
+                          Path(log_dir or Path("runs") / recipe["name"]) / f"seed_{seed}",
+                          (options or training_loop.Options()).part(f"seed_{seed}"),
+                          run={"epochs": epochs, "data": str(data_file or "")})
         printer(f"seed {seed}: best validation accuracy "
                 f"{100 * max(runs[seed][1]['val_accuracy']):.2f}%")
     seed = max(runs, key=lambda s: max(runs[s][1]["val_accuracy"]))
@@ -93,27 +95,28 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
     return training.ship(model, out_dir, metadata, score, model_card)
 
 
-def _fit(recipe, config, vocabulary, splits, seed, epochs, log_dir):
+def _fit(recipe, config, vocabulary, splits, seed, epochs, log_dir, options, run):
     """One training run from ``seed``: ``(model with its best weights, history)``."""
     keras.utils.set_random_seed(seed)
-    model = zoo.models.TextClassifier(len(vocabulary), **config)
-    model.build()
-    model.set_vocabulary(vocabulary)
-    model.compile(optimizer=keras.optimizers.Adam(recipe.get("learning_rate", 1e-3), clipnorm=1.0),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"])
+    with options.scope():
+        model = zoo.models.TextClassifier(len(vocabulary), **config)
+        model.build()
+        model.set_vocabulary(vocabulary)
+        model.compile(optimizer=keras.optimizers.Adam(recipe.get("learning_rate", 1e-3),
+                                                      clipnorm=1.0),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     batch_size = recipe.get("batch_size", 64)
-    train_data, steps = make_dataset(model, *splits["train"], batch_size, True, seed)
-    validation_data, _ = make_dataset(model, *splits["validation"], batch_size, False)
-    history = model.fit(
-        train_data.repeat(), steps_per_epoch=steps, validation_data=validation_data,
-        epochs=epochs or recipe.get("epochs", 10), verbose=2, shuffle=False,
-        callbacks=[
-            keras.callbacks.EarlyStopping(monitor="val_accuracy", mode="max",
-                                          patience=recipe.get("patience", 2),
-                                          restore_best_weights=True),
-            keras.callbacks.TensorBoard(log_dir=str(log_dir)),
-        ]).history
+    train_data = make_dataset(model, *splits["train"], batch_size, True, seed)
+    validation_data = make_dataset(model, *splits["validation"], batch_size, False)
+    callbacks = [
+        keras.callbacks.EarlyStopping(monitor="val_accuracy", mode="max",
+                                      patience=recipe.get("patience", 2), restore_best_weights=True),
+        keras.callbacks.TensorBoard(log_dir=str(log_dir)),
+    ]
+    history = training_loop.fit(
+        model, train_data, epochs or recipe.get("epochs", 10), validation_data.dataset(),
+        callbacks, {"recipe": recipe, "seed": seed, **run}, options,
+        validation_metrics={"accuracy": keras.metrics.sparse_categorical_accuracy})
     return model, history
 
 

@@ -2,8 +2,8 @@
 
 The text is split by position (``zoo.data.shakespeare.split``: the test split is the
 held-out tail). Training reads windows of ``sequence_length + 1`` characters, from a
-new random offset every epoch, with Keras ``fit`` (TensorBoard logs, early stopping
-on the validation loss with the best weights restored). The preset is scored in
+new random offset every epoch, with ``zoo.training_loop.fit`` (TensorBoard logs, early
+stopping on the validation loss with the best weights restored). The preset is scored in
 nats per character on the validation and test text, each read in one pass.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 import zoo.models
-from zoo import presets, training
+from zoo import presets, training, training_loop
 from zoo.data import shakespeare
 
 CORPORA = {"tinyshakespeare": shakespeare}
@@ -31,7 +31,7 @@ def read_splits(recipe, data_file=None, data_dir=None):
 
 
 def windows(ids, sequence_length, batch_size, shuffle, seed=0):
-    """A dataset of ``(ids [B, L], next ids [B, L])`` batches cut from one long id array.
+    """An ``EpochData`` of ``(ids [B, L], next ids [B, L])`` batches cut from one long id array.
 
     When shuffling, every pass starts the cuts at a new random offset, so the model
     does not always see the same window boundaries.
@@ -43,21 +43,22 @@ def windows(ids, sequence_length, batch_size, shuffle, seed=0):
                          f"{batch_size} windows of {sequence_length}.")
     # Training drops the last partial batch (its windows come back at other offsets).
     batches = count // batch_size if shuffle else math.ceil(count / batch_size)
-    rng = np.random.default_rng(seed)
 
-    def generate():
-        offset = int(rng.integers(sequence_length)) if shuffle else 0
-        starts = offset + sequence_length * np.arange(count)
-        if shuffle:
-            starts = rng.permutation(starts)
+    def batches_of_pass(index):
+        starts = sequence_length * np.arange(count)
+        if shuffle:  # pass k: the k-th draws of one random stream
+            rng = np.random.default_rng(seed)
+            for _ in range(index + 1):
+                offset = int(rng.integers(sequence_length))
+                order = rng.permutation(count)
+            starts = offset + starts[order]
         for b in range(batches):
             chosen = starts[b * batch_size : (b + 1) * batch_size, None] + np.arange(sequence_length + 1)
             rows = ids[chosen]
             yield rows[:, :-1], rows[:, 1:]
 
     spec = tf.TensorSpec([None, sequence_length], tf.int32)
-    dataset = tf.data.Dataset.from_generator(generate, output_signature=(spec, spec))
-    return dataset.apply(tf.data.experimental.assert_cardinality(batches)).prefetch(2), batches
+    return training_loop.EpochData(batches_of_pass, batches, (spec, spec))
 
 
 def build_model(recipe, characters):
@@ -68,7 +69,7 @@ def build_model(recipe, characters):
 
 
 def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_dir=None,
-          command=None, printer=print):
+          command=None, printer=print, options=None):
     """Train a character language model preset; returns the preset directory."""
     started = time.time()
     if data_file and not out_dir:
@@ -76,14 +77,13 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
     splits = read_splits(recipe, data_file, data_dir)
     characters = sorted(set(splits["train"]))
     keras.utils.set_random_seed(recipe.get("seed", 0))
-    model = build_model(recipe, characters)
-    model.compile(
-        optimizer=keras.optimizers.Adam(recipe.get("learning_rate", 2e-3), clipnorm=1.0),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    )
+    options = options or training_loop.Options()
+    with options.scope():
+        model = build_model(recipe, characters)
     printer(f"{recipe['name']}: {len(splits['train']):,} training characters, "
             f"{len(characters)} distinct, {model.count_params():,} parameters")
-    history = _fit(model, recipe, splits, epochs, log_dir)
+    history = _fit(model, recipe, splits, epochs, log_dir, options,
+                   run={"epochs": epochs, "data": str(data_file or "")})
     val_losses = history["val_loss"]
     metadata = {
         "task": "language_modeling",
@@ -104,22 +104,31 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
     return _score_and_ship(model, out_dir, metadata, splits, printer)
 
 
-def _fit(model, recipe, splits, epochs, log_dir):
+def _fit(model, recipe, splits, epochs, log_dir, options, run):
     length, batch_size = recipe.get("sequence_length", 128), recipe.get("batch_size", 64)
     train_ids, validation_ids = model.encode(splits["train"]), model.encode(splits["validation"])
-    train_data, steps = windows(train_ids, length, batch_size, shuffle=True,
-                                seed=recipe.get("seed", 0))
-    validation_data, _ = windows(validation_ids, length, batch_size, shuffle=False)
+    train_data = windows(train_ids, length, batch_size, shuffle=True, seed=recipe.get("seed", 0))
+    validation_data = windows(validation_ids, length, batch_size, shuffle=False)
+    epochs = epochs or recipe.get("epochs", 30)
+    learning_rate = recipe.get("learning_rate", 2e-3)
     callbacks = [
         keras.callbacks.EarlyStopping(monitor="val_loss", patience=recipe.get("patience", 2),
                                       restore_best_weights=True),
-        keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=1),
         keras.callbacks.TensorBoard(log_dir=str(log_dir or Path("runs") / recipe["name"])),
     ]
-    history = model.fit(train_data.repeat(), steps_per_epoch=steps, validation_data=validation_data,
-                        epochs=epochs or recipe.get("epochs", 30), callbacks=callbacks, verbose=2,
-                        shuffle=False)  # the windows are shuffled by `windows`
-    return history.history
+    if recipe.get("learning_rate_decay") == "cosine":
+        # Decays to 5% over the planned epochs: the last epochs at a small learning rate
+        # gain more than halving it on a plateau, which a fixed epoch budget rarely reaches.
+        learning_rate = keras.optimizers.schedules.CosineDecay(
+            learning_rate, len(train_data) * epochs, alpha=0.05)
+    else:
+        callbacks.append(keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5,
+                                                           patience=1))
+    with options.scope():
+        model.compile(optimizer=keras.optimizers.Adam(learning_rate, clipnorm=1.0),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return training_loop.fit(model, train_data, epochs, validation_data.dataset(), callbacks,
+                             {"recipe": recipe, **run}, options)
 
 
 def score(model, text):

@@ -118,7 +118,7 @@ def reversal_by_length(quick, printer):
         train_rng = np.random.default_rng(0)  # both models see the same strings
         for stage_longest, steps in curriculum:
             pairs = synthetic.reversal(steps * 64, 5, stage_longest, train_rng)
-            data, _ = training.make_dataset(model, *pairs, 64, shuffle=True)
+            data = training.make_dataset(model, *pairs, 64, shuffle=True).dataset()
             loss = model.fit(data, epochs=1, verbose=0).history["loss"][-1]
         by_length = {}
         for length, (sources, references) in tests.items():
