@@ -96,8 +96,7 @@ class TFLiteLanguageModel:
 
     def generate(self, prompt, length, temperature=1.0, seed=None):
         length, temperature = codec.check_generation_arguments(length, temperature, seed)
-        prompt_ids = codec.character_ids(prompt or self.config["empty_prompt"], self._index,
-                                         self.characters)
+        prompt_ids = codec.character_ids(codec.prompt_text(prompt), self._index, self.characters)
         rng = np.random.default_rng(seed)
         states = np.zeros(self.config["states"], np.float32)
         for token in prompt_ids:

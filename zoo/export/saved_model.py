@@ -23,7 +23,7 @@ import tensorflow as tf
 from zoo.export import model_kind
 from zoo.export.graph import without_cudnn
 from zoo.text import tokenizers
-from zoo.text.codec import EMPTY_PROMPT, MAX_GENERATION_LENGTH
+from zoo.text.codec import EMPTY_PROMPT, MAX_GENERATION_LENGTH, MAX_TEXT_LENGTH
 from zoo.text.vocabulary import END_ID, OOV_ID, PAD_ID, START_ID
 
 MAX_BEAM_SIZE = 64
@@ -36,6 +36,18 @@ def lookup_table(tokens, default_value):
         tf.lookup.KeyValueTensorInitializer(tf.constant(tokens),
                                             tf.range(len(tokens), dtype=tf.int64)),
         default_value=default_value)
+
+
+def checked_texts(texts):
+    """Input strings as every runtime takes them: bytes that are not UTF-8 become U+FFFD
+    (a character no model knows), and a text over ``MAX_TEXT_LENGTH`` characters is
+    refused (InvalidArgumentError; TF Serving answers 400 with the message)."""
+    texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
+    check = tf.debugging.assert_less_equal(
+        tf.strings.length(texts, unit="UTF8_CHAR"), MAX_TEXT_LENGTH,
+        message=f"a text has more than {MAX_TEXT_LENGTH} characters (the most in every runtime)")
+    with tf.control_dependencies([check]):
+        return tf.identity(texts)
 
 
 def padded_ids(table, tokens):
@@ -56,17 +68,18 @@ class GraphTextCodec:
 
     def encode(self, texts):
         """Right-padded source ids ``[B, max(longest, 1)]``, as ``model.encode_source``."""
-        tokens = tokenizers.tf_tokenize(texts, self.model.source_language)
+        tokens = tokenizers.tf_tokenize(checked_texts(texts), self.model.source_language)
         return padded_ids(self.source_table, tokens[:, : self.model.max_source_length])
 
     def decode(self, source_ids, ids):
         """Detokenized text per row of ``ids``: up to the first ``[END]``, without pads;
-        empty for a source without tokens (as ``zoo.text.codec.decode_translation``)."""
+        empty for a source without a known token (as ``zoo.text.codec.decode_translation``)."""
         after_end = tf.cumsum(tf.cast(tf.equal(ids, END_ID), tf.int32), axis=1) > 0
         keep = ~after_end & tf.not_equal(ids, PAD_ID) & tf.not_equal(ids, START_ID)
         tokens = tf.where(keep, tf.gather(self.target_tokens, ids), "")
         texts = tokenizers.tf_detokenize(tokens, self.model.target_language)
-        return tf.where(tf.reduce_any(tf.not_equal(source_ids, PAD_ID), axis=1), texts, "")
+        known = tf.not_equal(source_ids, PAD_ID) & tf.not_equal(source_ids, OOV_ID)
+        return tf.where(tf.reduce_any(known, axis=1), texts, "")
 
 
 def _serving_functions(model, codec):
@@ -113,7 +126,7 @@ def _language_model_endpoints(model):
     characters = tf.constant(model.characters)
 
     def generate(prompt, length, temperature, seed):
-        split = tf.strings.unicode_split(prompt, "UTF-8")
+        split = tf.strings.unicode_split(checked_texts(prompt), "UTF-8")
         split = tf.cond(tf.size(split) > 0, lambda: split, lambda: tf.constant([EMPTY_PROMPT]))
         ids = tf.cast(table.lookup(split), tf.int32)
         checks = [
@@ -142,6 +155,7 @@ def _classifier_endpoints(model):
     labels = tf.constant(model.labels)
 
     def classify(texts):
+        texts = checked_texts(texts)
         if model.lowercase:
             texts = tf.strings.lower(texts, encoding="utf-8")
         words = tokenizers.tf_tokenize(texts, model.language)[:, : model.max_length]

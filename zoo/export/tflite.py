@@ -30,9 +30,9 @@ from tensorflow.python.framework import convert_to_constants
 from zoo._startup import CONVERSION_NOISE, native_stderr_without
 from zoo.export import (QUANTIZATIONS, TFLITE_CLASSIFIER_FORMAT, TFLITE_CONFIG_FORMAT,
                         TFLITE_LANGUAGE_MODEL_FORMAT, model_kind)
-from zoo.text.codec import EMPTY_PROMPT
 from zoo.export.graph import without_cudnn
 from zoo.text import tokenizers
+from zoo.text.codec import MAX_TEXT_LENGTH
 from zoo.text.vocabulary import END_ID, OOV_ID, PAD_ID, START_ID
 
 SIGNATURES = ("greedy", "beam")
@@ -127,14 +127,15 @@ def runner_config(model, beam_size, quantize):
         return {
             "format": TFLITE_LANGUAGE_MODEL_FORMAT,
             "quantize": quantize,
+            "max_text_length": MAX_TEXT_LENGTH,
             "states": [model.num_layers * model.states_per_layer, 1, model.units],
             "characters": model.characters,
-            "empty_prompt": EMPTY_PROMPT,
         }
     if kind == "classifier":
         return {
             "format": TFLITE_CLASSIFIER_FORMAT,
             "quantize": quantize,
+            "max_text_length": MAX_TEXT_LENGTH,
             "language": model.language,
             "lowercase": model.lowercase,
             "max_length": model.max_length,
@@ -150,6 +151,7 @@ def runner_config(model, beam_size, quantize):
         "max_output_length": model.max_output_length,
         "beam_size": beam_size,
         "quantize": quantize,
+        "max_text_length": MAX_TEXT_LENGTH,
         "signatures": {"greedy": "greedy", "beam": "beam", "input": "source_ids",
                        "output": "tokens"},
         "special_ids": {"pad": PAD_ID, "unknown": OOV_ID, "start": START_ID, "end": END_ID},

@@ -23,7 +23,6 @@ from keras import ops
 
 import zoo.layers
 from zoo.text import codec
-from zoo.text.codec import EMPTY_PROMPT
 
 CHARACTERS_FILE = "characters.json"
 SEQUENCE_LAYERS = {"rnn": zoo.layers.SimpleRNN, "lstm": zoo.layers.LSTM, "gru": zoo.layers.GRU}
@@ -184,7 +183,7 @@ class CharLanguageModel(keras.Model):
         """Yield ``length`` generated characters one at a time (after the prompt)."""
         length, temperature = codec.check_generation_arguments(length, temperature, seed)
         seed = random.randrange(2**31) if seed is None else seed
-        prompt_ids = tf.constant([self.encode(prompt or EMPTY_PROMPT)], tf.int32)
+        prompt_ids = tf.constant([self.encode(codec.prompt_text(prompt))], tf.int32)
         logits, states = self._function("prime", self._prime)(prompt_ids)
         step = self._function("step", self._sample_and_step)
         for position in range(length):

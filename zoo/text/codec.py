@@ -11,10 +11,26 @@ import math
 from zoo.text.tokenizers import detokenize, tokenize
 from zoo.text.vocabulary import OOV_ID, PAD_ID, pad_batch
 
+# The longest input text (a sentence, a review, a prompt) in characters (Unicode code
+# points), in every runtime: Python, the TFLite runners and the SavedModel signatures.
+# Well beyond what the presets were trained on, and short enough that a mistaken input
+# (a whole file) is refused at once instead of tying up a server.
+MAX_TEXT_LENGTH = 2_000
+# An empty prompt starts a generation as if after a blank line (where a speech begins).
+EMPTY_PROMPT = "\n"
+
+
+def check_text_length(text, position=0):
+    if len(text) > MAX_TEXT_LENGTH:
+        raise ValueError(f"Text {position} has {len(text):,} characters; the most is "
+                         f"{MAX_TEXT_LENGTH:,} (split a longer text into sentences).")
+    return text
+
 
 def text_list(texts):
     """``texts`` as a list of strings: one string is a list of one; anything else that is
-    not a string (bytes, numbers, None) is refused with its position and type."""
+    not a string (bytes, numbers, None) is refused with its position and type, and so
+    is a text longer than ``MAX_TEXT_LENGTH``."""
     if isinstance(texts, str):
         return [texts]
     if isinstance(texts, (bytes, bytearray)) or not hasattr(texts, "__iter__"):
@@ -25,7 +41,17 @@ def text_list(texts):
         if not isinstance(text, str):
             raise TypeError(f"texts must be strings; received {type(text).__name__} at "
                             f"position {position}: {text!r:.60}.")
+        check_text_length(text, position)
     return texts
+
+
+def prompt_text(prompt):
+    """A generation prompt: a string of at most ``MAX_TEXT_LENGTH`` characters; an empty
+    one stands for ``EMPTY_PROMPT``."""
+    if not isinstance(prompt, str):
+        raise TypeError(f"prompt must be a string; received {type(prompt).__name__}: "
+                        f"{prompt!r:.60}.")
+    return check_text_length(prompt) or EMPTY_PROMPT
 
 
 def source_tokens(text, language, max_length):
@@ -43,9 +69,10 @@ def decode_target(ids, language, vocabulary):
 
 
 def decode_translation(source_ids, ids, language, vocabulary):
-    """The translation of one source row: a source without tokens (an empty or blank
-    text) translates to the empty string instead of whatever the decoder would say."""
-    if not any(int(i) != PAD_ID for i in source_ids):
+    """The translation of one source row: a source without a known token (an empty or
+    blank text, or only words and characters the model never saw) translates to the
+    empty string instead of whatever the decoder would make up."""
+    if not any(int(i) not in (PAD_ID, OOV_ID) for i in source_ids):
         return ""
     return decode_target(ids, language, vocabulary)
 
@@ -65,8 +92,6 @@ def encode_for_classifier(texts, language, lowercase, vocabulary, max_length):
 # -- character language models ---------------------------------------------------------
 
 MAX_GENERATION_LENGTH = 100_000
-# An empty prompt starts a generation as if after a blank line (where a speech begins).
-EMPTY_PROMPT = "\n"
 
 
 def character_ids(text, index, characters):

@@ -1,0 +1,200 @@
+"""Bad input in every runtime: Python models, SavedModel signatures, TFLite runners, CLI.
+
+Each case of the README's "Bad input" table, for the three kinds of model (untrained
+tiny ones: what is checked is what happens to the input, not the model's quality).
+"""
+
+import pytest
+import tensorflow as tf
+
+from zoo import export
+from zoo.cli import main
+from zoo.export import TFLiteClassifier, TFLiteLanguageModel, TFLiteTranslator
+from zoo.models import CharLanguageModel, TextClassifier
+from zoo.text import Vocabulary
+from zoo.text.codec import MAX_TEXT_LENGTH
+
+from conftest import SOURCES
+
+TOO_LONG = "书" * (MAX_TEXT_LENGTH + 1)
+LONGEST = "书" * MAX_TEXT_LENGTH
+LENGTH_ERROR = f"has {MAX_TEXT_LENGTH + 1:,} characters; the most is {MAX_TEXT_LENGTH:,}"
+GRAPH_LENGTH_ERROR = f"more than {MAX_TEXT_LENGTH} characters"
+NOT_UTF8 = b"\xff\xfe\xc3("  # invalid start bytes, then a truncated two-byte sequence
+
+
+@pytest.fixture(scope="module")
+def translators(toy_translators, tmp_path_factory):
+    model = toy_translators["attention"]
+    folder = tmp_path_factory.mktemp("bad_input_translation")
+    saved = tf.saved_model.load(str(export.export(model, "saved_model", folder, name="toy")))
+    tflite = TFLiteTranslator(export.export(model, "tflite", folder, name="toy"))
+
+    def served(texts):
+        result = saved.signatures["serving_default"](texts=tf.constant(texts, tf.string))
+        return [t.decode() for t in result["translations"].numpy()]
+
+    return {"keras": model.translate, "saved_model": served, "tflite": tflite.translate,
+            "signature": saved.signatures["serving_default"]}
+
+
+RUNTIMES = ("keras", "saved_model", "tflite")
+CASES_WITH_ONE_ANSWER = [
+    ["", "   ", "\t\n"],  # no tokens: nothing to translate
+    ["ЖЖЖ", "🙂🙂", "\x00\x07\x1b"],  # only characters the model never saw
+    [SOURCES[0] + "🙂\x07", "我 read 了 a book"],  # some known: emoji, control, mixed scripts
+    [LONGEST],
+    [],  # an empty batch
+]
+
+
+@pytest.mark.parametrize("texts", CASES_WITH_ONE_ANSWER, ids=["blank", "unknown", "mixed",
+                                                               "longest", "empty_batch"])
+def test_translation_runtimes_agree(translators, texts):
+    expected = translators["keras"](texts)
+    assert len(expected) == len(texts)
+    for runtime in ("saved_model", "tflite"):
+        assert translators[runtime](texts) == expected, runtime
+
+
+def test_a_source_without_a_known_token_translates_to_nothing(translators):
+    for runtime in RUNTIMES:
+        assert translators[runtime](["", "   ", "ЖЖЖ", "🙂🙂", "\x00\x07"]) == [""] * 5, runtime
+        assert translators[runtime]([SOURCES[0] + "🙂"]) != [""], runtime  # one known token is enough
+
+
+def test_too_long_a_text_is_refused_everywhere(translators):
+    for runtime in ("keras", "tflite"):
+        with pytest.raises(ValueError, match=f"Text 1 {LENGTH_ERROR}"):
+            translators[runtime]([SOURCES[0], TOO_LONG])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=GRAPH_LENGTH_ERROR):
+        translators["saved_model"]([SOURCES[0], TOO_LONG])
+
+
+@pytest.mark.parametrize("texts", [[1], [None], b"bytes", [SOURCES[0], 3.5], 42])
+def test_non_strings_are_refused_with_their_position(translators, texts):
+    for runtime in ("keras", "tflite"):
+        with pytest.raises(TypeError, match="texts must be"):
+            translators[runtime](texts)
+
+
+def test_saved_model_signature_refuses_a_non_string_tensor(translators):
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="expected to be a string tensor but is a int32 tensor"):
+        translators["signature"](texts=tf.constant([1, 2]))
+
+
+def test_saved_model_replaces_invalid_utf8_as_every_runtime_reads_it(translators):
+    """Python strings cannot hold invalid UTF-8; the graph reads each bad byte as U+FFFD."""
+    served = translators["saved_model"]([NOT_UTF8 + SOURCES[0].encode(), NOT_UTF8])
+    assert served == translators["keras"](["\ufffd\ufffd\ufffd(" + SOURCES[0], "\ufffd\ufffd\ufffd("])
+    assert served[1] == ""
+
+
+def test_cli_reports_bad_input_in_one_line(toy_preset, capsys):
+    assert main(["translate", str(toy_preset), TOO_LONG]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("zoo: error: Text 0 ") and LENGTH_ERROR in error
+    assert len(error.strip().splitlines()) == 1
+    assert main(["translate", str(toy_preset), "   "]) == 0
+    assert capsys.readouterr().out == "\n"
+
+
+# -- language models ------------------------------------------------------------------------
+
+CHARACTERS = sorted(set("ROMEO:\nBut soft, what light through yonder window breaks?"))
+
+
+@pytest.fixture(scope="module")
+def generators(tmp_path_factory):
+    tf.keras.utils.set_random_seed(0)
+    model = CharLanguageModel(len(CHARACTERS), cell="gru", embedding_dim=8, units=16)
+    model.build()
+    model.set_characters(CHARACTERS)
+    folder = tmp_path_factory.mktemp("bad_input_lm")
+    saved = tf.saved_model.load(str(export.export(model, "saved_model", folder, name="lm")))
+    tflite = TFLiteLanguageModel(export.export(model, "tflite", folder, name="lm"))
+
+    def served(prompt, length, temperature=1.0, seed=None):
+        prompt = prompt if isinstance(prompt, bytes) else tf.constant(prompt, tf.string)
+        return saved.signatures["serving_default"](
+            prompt=tf.constant(prompt), length=tf.constant(length),
+            temperature=tf.constant(float(temperature)), seed=tf.constant(seed or 0),
+        )["text"].numpy().decode()
+
+    return {"keras": model.generate, "saved_model": served, "tflite": tflite.generate}
+
+
+def test_generation_from_an_empty_or_longest_prompt_agrees_at_temperature_0(generators):
+    for prompt in ("", "ROMEO:" * (MAX_TEXT_LENGTH // 6)):
+        expected = generators["keras"](prompt, 20, temperature=0)
+        assert len(expected) == 20
+        for runtime in ("saved_model", "tflite"):
+            assert generators[runtime](prompt, 20, temperature=0) == expected, runtime
+
+
+@pytest.mark.parametrize("prompt", ["Zebra", "🙂", "ROMEO:\x07", "ROMEO: 书"])
+def test_a_prompt_with_unknown_characters_is_refused_everywhere(generators, prompt):
+    for runtime in ("keras", "tflite"):
+        with pytest.raises(ValueError, match="characters this model was not trained on"):
+            generators[runtime](prompt, 5)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="not trained on"):
+        generators["saved_model"](prompt, 5)
+
+
+def test_a_prompt_too_long_or_not_a_string_is_refused(generators):
+    for runtime in ("keras", "tflite"):
+        with pytest.raises(ValueError, match=f"Text 0 {LENGTH_ERROR}"):
+            generators[runtime]("R" * (MAX_TEXT_LENGTH + 1), 5)
+        with pytest.raises(TypeError, match="prompt must be a string; received int"):
+            generators[runtime](7, 5)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=GRAPH_LENGTH_ERROR):
+        generators["saved_model"]("R" * (MAX_TEXT_LENGTH + 1), 5)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="not trained on"):
+        generators["saved_model"](NOT_UTF8, 5)  # read as U+FFFD: unknown
+
+
+# -- classifiers ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def classifiers(tmp_path_factory):
+    tf.keras.utils.set_random_seed(0)
+    probe = TextClassifier(1)
+    vocabulary = Vocabulary.build([probe.tokens("a good film , a bad film")], min_count=1)
+    model = TextClassifier(len(vocabulary), embedding_dim=8, units=8, dropout=0.0)
+    model.build()
+    model.set_vocabulary(vocabulary)
+    folder = tmp_path_factory.mktemp("bad_input_classifier")
+    saved = tf.saved_model.load(str(export.export(model, "saved_model", folder, name="sst")))
+    tflite = TFLiteClassifier(export.export(model, "tflite", folder, name="sst"))
+
+    def served(texts):
+        result = saved.signatures["serving_default"](texts=tf.constant(texts, tf.string))
+        return [{"label": label.decode(), "probability": float(max(row))} for label, row in
+                zip(result["labels"].numpy(), result["probabilities"].numpy())]
+
+    return {"keras": model.classify, "saved_model": served, "tflite": tflite.classify}
+
+
+@pytest.mark.parametrize("texts", [["", "  "], ["ЖЖЖ", "🙂", "\x00\x07"],
+                                   ["a good film 🙂", "a 书 film"], [LONGEST], []],
+                         ids=["blank", "unknown", "mixed", "longest", "empty_batch"])
+def test_classifier_runtimes_agree(classifiers, texts):
+    expected = classifiers["keras"](texts)
+    assert len(expected) == len(texts)
+    for runtime in ("saved_model", "tflite"):
+        results = classifiers[runtime](texts)
+        assert [r["label"] for r in results] == [r["label"] for r in expected], runtime
+        assert [r["probability"] for r in results] == pytest.approx(
+            [r["probability"] for r in expected], abs=1e-5), runtime
+
+
+def test_classifier_refuses_too_long_and_non_string_texts(classifiers):
+    for runtime in ("keras", "tflite"):
+        with pytest.raises(ValueError, match=f"Text 0 {LENGTH_ERROR}"):
+            classifiers[runtime]([TOO_LONG])
+        with pytest.raises(TypeError, match="texts must be strings; received NoneType"):
+            classifiers[runtime](["fine", None])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=GRAPH_LENGTH_ERROR):
+        classifiers["saved_model"]([TOO_LONG])
