@@ -113,15 +113,88 @@ def _resign(directory):
     (directory / "metadata.json").write_text(json.dumps(metadata))
 
 
+def _model_with_a_payload(marker):
+    """A model whose Lambda layer creates ``marker`` when it runs (no closure: the code
+    travels in the saved config as bytecode). Building the model runs it once: the
+    marker is removed before returning."""
+    payload = eval(f"lambda x: (__import__('pathlib').Path({str(marker)!r}).touch(), x)[1]")
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, keras.layers.Lambda(payload)(inputs))
+    marker.unlink()
+    return model
+
+
 def test_lambda_layer_is_refused_without_running_it(tmp_path):
     marker = tmp_path / "ran"
-    inputs = keras.Input((3,))
-    outputs = keras.layers.Lambda(lambda x: x * 2)(inputs)
-    model = keras.Model(inputs, outputs)
-    directory = presets.save(model, tmp_path / "evil")
-    with pytest.raises(presets.PresetError, match="Lambda layer"):
+    directory = presets.save(_model_with_a_payload(marker), tmp_path / "evil")
+    with pytest.raises(presets.PresetError, match="contains a Lambda layer"):
         zoo.load(directory)
     assert not marker.exists()
+    # The payload is live: with safe mode off, Keras would have run it.
+    config = json.loads((directory / "config.json").read_text())
+    unsafe = keras.saving.deserialize_keras_object(config, safe_mode=False)
+    unsafe(np.zeros((1, 3), "float32"))
+    assert marker.exists()
+
+
+def test_keras_file_loads_like_a_preset(toy_translators, tmp_path):
+    from conftest import SOURCES
+
+    model = toy_translators["attention"]
+    model.save(tmp_path / "toy.keras")
+    loaded = zoo.load(tmp_path / "toy.keras")
+    assert loaded.translate(SOURCES) == model.translate(SOURCES)  # vocabularies came along
+
+
+def test_keras_file_with_a_lambda_layer_is_refused_without_running_it(tmp_path):
+    marker = tmp_path / "ran"
+    _model_with_a_payload(marker).save(tmp_path / "evil.keras")
+    with pytest.raises(presets.PresetError, match="evil.keras contains a Lambda layer"):
+        zoo.load(tmp_path / "evil.keras")
+    assert not marker.exists()
+    keras.saving.load_model(tmp_path / "evil.keras", safe_mode=False)(np.zeros((1, 3), "float32"))
+    assert marker.exists()
+
+
+def test_keras_file_with_an_unregistered_class_is_refused(tmp_path):
+    import zipfile
+
+    _tiny_model().save(tmp_path / "tiny.keras")
+    with zipfile.ZipFile(tmp_path / "tiny.keras") as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    config = json.loads(files["config.json"])
+    config["config"]["layers"][1]["class_name"] = "Exploit"
+    config["config"]["layers"][1]["module"] = "os"
+    files["config.json"] = json.dumps(config).encode()
+    with zipfile.ZipFile(tmp_path / "exploit.keras", "w") as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+    with pytest.raises(presets.PresetError, match="not registered"):
+        zoo.load(tmp_path / "exploit.keras")
+
+
+def test_broken_or_missing_keras_file_is_a_clear_error(tmp_path):
+    with pytest.raises(presets.PresetError, match="No such .keras file"):
+        zoo.load(tmp_path / "missing.keras")
+    (tmp_path / "text.keras").write_text("not a zip archive")
+    with pytest.raises(presets.PresetError, match="is not a .keras file"):
+        zoo.load(tmp_path / "text.keras")
+
+
+def test_loading_unpickles_nothing(saved, toy_translators, tmp_path, monkeypatch):
+    import pickle
+
+    toy_translators["attention"].save(tmp_path / "toy.keras")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("something was unpickled")
+
+    for name in ("load", "loads", "Unpickler"):
+        monkeypatch.setattr(pickle, name, refuse)
+    monkeypatch.setattr(np, "load", lambda *a, allow_pickle=False, **k: refuse()
+                        if allow_pickle else np.lib.npyio.load(*a, **k))
+    zoo.load(saved[1])
+    zoo.load(tmp_path / "toy.keras")
 
 
 def test_unregistered_class_is_refused(saved):

@@ -11,9 +11,12 @@ A preset directory holds
 
 Loading never executes code from the directory: the config is deserialized with
 Keras safe mode on (no ``Lambda`` layers, only registered classes), checksums are
-verified before anything is read, and nothing is unpickled.
+verified before anything is read, and nothing is unpickled. ``load`` also reads a
+``.keras`` file (``model.save("x.keras")``) the same way, except that such a file
+carries no checksums.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -128,7 +131,10 @@ def verify(directory, metadata):
 
 
 def load(name_or_directory):
-    """Load a preset (by name or directory) as a built Keras model with its weights."""
+    """Load a preset (by name or directory), or a ``.keras`` file, as a built Keras model
+    with its weights."""
+    if str(name_or_directory).endswith(".keras"):
+        return load_keras_file(name_or_directory)
     directory = resolve(name_or_directory)
     metadata = _read_metadata(directory)
     verify(directory, metadata)
@@ -146,11 +152,38 @@ def deserialize_safely(config, source):
     """Rebuild a model from its config with Keras safe mode, with clear errors."""
     import keras
 
+    with _refusing_unsafe_configs(source):
+        return keras.saving.deserialize_keras_object(config, safe_mode=True)
+
+
+def load_keras_file(path):
+    """A model saved with ``model.save("x.keras")``, read with Keras safe mode on.
+
+    Its config gets the checks a preset's gets; the file has no checksums to verify
+    (a preset has: prefer ``zoo.presets.save`` for files that travel).
+    """
+    import zipfile
+
+    import keras
+
+    path = Path(path)
+    if not path.is_file():
+        raise PresetError(f"No such .keras file: {str(path)!r}.")
+    if not zipfile.is_zipfile(path):
+        raise PresetError(f"{path} is not a .keras file (a zip archive): it is truncated or "
+                          "of another format.")
+    with _refusing_unsafe_configs(path):
+        return keras.saving.load_model(path, safe_mode=True)
+
+
+@contextlib.contextmanager
+def _refusing_unsafe_configs(source):
+    """Keras' deserialization errors as one-line ``PresetError``s that say what was refused."""
     import zoo.layers  # noqa: F401  (importing registers the zoo classes with Keras)
     import zoo.models  # noqa: F401
 
     try:
-        return keras.saving.deserialize_keras_object(config, safe_mode=True)
+        yield
     except (TypeError, ValueError) as error:
         message = str(error)
         if "Lambda" in message or "safe_mode" in message:
