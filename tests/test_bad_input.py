@@ -7,7 +7,7 @@ tiny ones: what is checked is what happens to the input, not the model's quality
 import pytest
 import tensorflow as tf
 
-from zoo import export
+from zoo import export, presets
 from zoo.cli import main
 from zoo.export import TFLiteClassifier, TFLiteLanguageModel, TFLiteTranslator
 from zoo.models import CharLanguageModel, TextClassifier
@@ -16,9 +16,9 @@ from zoo.text.codec import MAX_TEXT_LENGTH
 
 from conftest import SOURCES
 
-TOO_LONG = "书" * (MAX_TEXT_LENGTH + 1)
+TOO_LONG = "书" * 10_000
 LONGEST = "书" * MAX_TEXT_LENGTH
-LENGTH_ERROR = f"has {MAX_TEXT_LENGTH + 1:,} characters; the most is {MAX_TEXT_LENGTH:,}"
+LENGTH_ERROR = f"has 10,000 characters; the most is {MAX_TEXT_LENGTH:,}"
 GRAPH_LENGTH_ERROR = f"more than {MAX_TEXT_LENGTH} characters"
 NOT_UTF8 = b"\xff\xfe\xc3("  # invalid start bytes, then a truncated two-byte sequence
 
@@ -122,7 +122,8 @@ def generators(tmp_path_factory):
             temperature=tf.constant(float(temperature)), seed=tf.constant(seed or 0),
         )["text"].numpy().decode()
 
-    return {"keras": model.generate, "saved_model": served, "tflite": tflite.generate}
+    return {"keras": model.generate, "saved_model": served, "tflite": tflite.generate,
+            "preset": presets.save(model, folder / "preset")}
 
 
 def test_generation_from_an_empty_or_longest_prompt_agrees_at_temperature_0(generators):
@@ -145,11 +146,11 @@ def test_a_prompt_with_unknown_characters_is_refused_everywhere(generators, prom
 def test_a_prompt_too_long_or_not_a_string_is_refused(generators):
     for runtime in ("keras", "tflite"):
         with pytest.raises(ValueError, match=f"Text 0 {LENGTH_ERROR}"):
-            generators[runtime]("R" * (MAX_TEXT_LENGTH + 1), 5)
+            generators[runtime]("R" * 10_000, 5)
         with pytest.raises(TypeError, match="prompt must be a string; received int"):
             generators[runtime](7, 5)
     with pytest.raises(tf.errors.InvalidArgumentError, match=GRAPH_LENGTH_ERROR):
-        generators["saved_model"]("R" * (MAX_TEXT_LENGTH + 1), 5)
+        generators["saved_model"]("R" * 10_000, 5)
     with pytest.raises(tf.errors.InvalidArgumentError, match="not trained on"):
         generators["saved_model"](NOT_UTF8, 5)  # read as U+FFFD: unknown
 
@@ -174,7 +175,8 @@ def classifiers(tmp_path_factory):
         return [{"label": label.decode(), "probability": float(max(row))} for label, row in
                 zip(result["labels"].numpy(), result["probabilities"].numpy())]
 
-    return {"keras": model.classify, "saved_model": served, "tflite": tflite.classify}
+    return {"keras": model.classify, "saved_model": served, "tflite": tflite.classify,
+            "preset": presets.save(model, folder / "preset")}
 
 
 @pytest.mark.parametrize("texts", [["", "  "], ["ЖЖЖ", "🙂", "\x00\x07"],
@@ -198,3 +200,23 @@ def test_classifier_refuses_too_long_and_non_string_texts(classifiers):
             classifiers[runtime](["fine", None])
     with pytest.raises(tf.errors.InvalidArgumentError, match=GRAPH_LENGTH_ERROR):
         classifiers["saved_model"]([TOO_LONG])
+
+
+def _one_line_error(capsys, *fragments):
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing printed before the error
+    assert captured.err.startswith("zoo: error: ") and len(captured.err.strip().splitlines()) == 1
+    for fragment in fragments:
+        assert fragment in captured.err
+
+
+def test_cli_generate_and_classify_report_bad_input_in_one_line(generators, classifiers, capsys):
+    lm, classifier = str(generators["preset"]), str(classifiers["preset"])
+    assert main(["generate", lm, "R" * 10_000, "--length", "5"]) == 2
+    _one_line_error(capsys, "Text 0 " + LENGTH_ERROR)
+    assert main(["generate", lm, "ROMEO 🙂", "--length", "5"]) == 2
+    _one_line_error(capsys, "not trained on", "🙂")
+    assert main(["classify", classifier, "a good film", TOO_LONG]) == 2
+    _one_line_error(capsys, "Text 1 " + LENGTH_ERROR)
+    assert main(["classify", classifier, "", "🙂"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2

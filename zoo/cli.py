@@ -83,8 +83,10 @@ def _command_translate(args):
 
 def _command_generate(args):
     model = _load_for(args.name, "generate", "language_modeling")
-    print(args.prompt, end="", flush=True)
-    for character in model.stream(args.prompt, args.length, args.temperature, args.seed):
+    characters = model.stream(args.prompt, args.length, args.temperature, args.seed)
+    first = next(characters, "")  # a bad prompt or argument fails before anything is printed
+    print(args.prompt + first, end="", flush=True)
+    for character in characters:
         print(character, end="", flush=True)  # as it is produced
     print()
     return 0
