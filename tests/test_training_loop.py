@@ -214,6 +214,34 @@ def test_checkpoint_of_another_run_is_refused(text_file, tmp_path, capsys):
     assert "holds the checkpoint of another run" in capsys.readouterr().err
 
 
+def test_the_loop_trains_as_keras_fit_does(text_file):
+    """Same model, data and callbacks: the same losses, per epoch, and the same weights."""
+    text = text_file.read_text()
+    characters = sorted(set(text))
+    recipe = {"model_config": {"cell": "gru", "embedding_dim": 8, "units": 16, "dropout": 0.1}}
+    results = []
+    for use_keras_fit in (True, False):
+        keras.utils.set_random_seed(0)
+        model = training_lm.build_model(recipe, characters)
+        model.compile(optimizer=keras.optimizers.Adam(0.01),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        train = training_lm.windows(model.encode(text[:20000]), 32, 8, shuffle=True)
+        validation = training_lm.windows(model.encode(text[20000:]), 32, 8, shuffle=False)
+        callbacks = [keras.callbacks.ReduceLROnPlateau(monitor="val_loss", patience=0)]
+        if use_keras_fit:
+            history = model.fit(train.dataset().repeat(), steps_per_epoch=len(train), epochs=3,
+                                validation_data=validation.dataset(), callbacks=callbacks,
+                                verbose=0).history
+        else:
+            history = training_loop.fit(model, train, 3, validation.dataset(), callbacks)
+        results.append((history, model.get_weights()))
+    (expected, expected_weights), (history, weights) = results
+    for key in ("loss", "val_loss", "learning_rate"):
+        np.testing.assert_allclose(history[key], expected[key], rtol=1e-5, err_msg=key)
+    for ours, theirs in zip(weights, expected_weights):
+        np.testing.assert_allclose(ours, theirs, atol=1e-5)
+
+
 def test_epoch_data_is_a_function_of_the_epoch():
     data = training_lm.windows(np.arange(2000) % 50, 16, 4, shuffle=True, seed=3)
     first = [x.numpy() for x, _ in data.dataset(2)]

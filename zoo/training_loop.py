@@ -140,6 +140,8 @@ def fit(model, train_data, epochs, validation_data=None, callbacks=(), run_descr
     callback_list.on_train_begin()
     epoch, step = checkpoint.restore(callbacks, history) if checkpoint else (0, 0)
     while epoch < epochs and not model.stop_training:
+        for metric in model.metrics:  # the logged loss is this epoch's mean, as in fit
+            metric.reset_state()
         callback_list.on_epoch_begin(epoch)
         iterator = iter(_distribute(strategy, train_data.dataset(epoch).skip(step)))
         logs = {}
@@ -168,8 +170,6 @@ def _distributed_train_step(model, strategy):
         outputs = strategy.run(model.train_step, args=(next(iterator),))
         return {name: strategy.reduce("MEAN", value, axis=None) for name, value in outputs.items()}
 
-    for metric in model.metrics:
-        metric.reset_state()
     return train_step
 
 
