@@ -112,6 +112,26 @@ def test_multi_worker_on_two_processes_equals_single_device(single_device, text_
         np.testing.assert_allclose(a, reference, atol=DISTRIBUTED_TOLERANCE)
 
 
+def test_zoo_train_multi_worker_writes_the_same_preset_on_every_worker(text_file, tmp_path):
+    recipe = tmp_path / "tiny_lm.json"
+    recipe.write_text(json.dumps(dict(RECIPE, epochs=1)))
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    processes = []
+    for index in range(2):
+        env = _clean_env()
+        env["TF_CONFIG"] = json.dumps({"cluster": {"worker": workers},
+                                       "task": {"type": "worker", "index": index}})
+        command = _train_command(recipe, text_file, tmp_path / f"worker{index}",
+                                 tmp_path / f"checkpoints{index}") + ["--strategy", "multi_worker"]
+        processes.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True))
+    for process in processes:
+        _finish(process)
+    first, second = (_model_weights(tmp_path / f"worker{index}") for index in range(2))
+    for name in first:
+        np.testing.assert_array_equal(first[name], second[name])
+
+
 def test_multi_worker_without_tf_config_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     with pytest.raises(ValueError, match="needs the TF_CONFIG environment variable"):
