@@ -211,7 +211,7 @@ def _command_train(args):
     command = "zoo " + shlex.join(args.argv)
     from zoo import training_loop
 
-    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+    if args.checkpoint_every < 1:
         raise UsageError(f"--checkpoint-every must be at least 1; received {args.checkpoint_every}.")
     options = training_loop.Options(
         strategy=training_loop.make_strategy(args.strategy),
