@@ -20,8 +20,7 @@ import numpy as np  # noqa: E402
 from zoo import training_loop, training_lm  # noqa: E402
 from zoo.data import shakespeare  # noqa: E402
 
-RECIPE = {"name": "tiny", "model_config": {"cell": "lstm", "embedding_dim": 8, "units": 24},
-          "learning_rate": 0.01, "seed": 0}
+RECIPE = {"model_config": {"cell": "lstm", "embedding_dim": 8, "units": 24}}
 
 options = training_loop.Options(strategy=training_loop.make_strategy(strategy_name))
 splits = shakespeare.split(shakespeare.read_text(text_path))
@@ -38,6 +37,6 @@ history = training_loop.fit(model, train_data, 2, validation_data.dataset(), opt
 replicas = [getattr(v, "values", (v,)) for v in model.trainable_variables]
 spread = max(float(np.max(np.abs(keras.ops.convert_to_numpy(copy) - keras.ops.convert_to_numpy(copies[0]))))
              for copies in replicas for copy in copies)
-np.savez(out_path, spread=spread, replicas=strategy_name and options.strategy.num_replicas_in_sync,
+np.savez(out_path, spread=spread, replicas=options.strategy.num_replicas_in_sync,
          loss=history["loss"], val_loss=history["val_loss"],
          **{f"w{i}": keras.ops.convert_to_numpy(copies[0]) for i, copies in enumerate(replicas)})
