@@ -85,23 +85,29 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
     history = _fit(model, recipe, splits, epochs, log_dir, options,
                    run={"epochs": epochs, "data": str(data_file or "")})
     val_losses = history["val_loss"]
-    metadata = {
+    record = {
+        **training.training_record(recipe, command, started, len(val_losses),
+                                   int(np.argmin(val_losses)) + 1),
+        "best_val_loss": round(float(min(val_losses)), 4),
+        "final_train_loss": round(float(history["loss"][-1]), 4),
+    }
+    metadata = preset_metadata(recipe, splits, data_file, characters, record)
+    out_dir = Path(out_dir or presets.presets_root() / recipe["name"])
+    return score_and_ship(model, out_dir, metadata, splits, printer)
+
+
+def preset_metadata(recipe, splits, data_file, characters, training_record):
+    """The preset's metadata before scoring; ``training_record`` says how it was trained."""
+    return {
         "task": "language_modeling",
         "metric": "nats_per_char",
         "description": recipe.get("description", ""),
         "architecture": f"CharLanguageModel ({recipe['model_config']['cell']})",
         "data": _data_description(recipe, data_file, splits),
         "vocabulary": {"characters": len(characters)},
-        "training": {
-            **training.training_record(recipe, command, started, len(val_losses),
-                                       int(np.argmin(val_losses)) + 1),
-            "best_val_loss": round(float(min(val_losses)), 4),
-            "final_train_loss": round(float(history["loss"][-1]), 4),
-        },
+        "training": training_record,
         "weights_dtype": recipe.get("weights_dtype", "float32"),
     }
-    out_dir = Path(out_dir or presets.presets_root() / recipe["name"])
-    return _score_and_ship(model, out_dir, metadata, splits, printer)
 
 
 def _fit(model, recipe, splits, epochs, log_dir, options, run):
@@ -137,7 +143,7 @@ def score(model, text):
             "characters": len(text) - 1}
 
 
-def _score_and_ship(model, out_dir, metadata, splits, printer):
+def score_and_ship(model, out_dir, metadata, splits, printer):
     """Ship the preset scored on validation and test, with a sample of its text."""
     def score_shipped(shipped):
         scores = {}
