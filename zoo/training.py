@@ -342,17 +342,25 @@ def _fit(model, recipe, splits, epochs, log_dir, options, run):
     train_data = make_dataset(model, *splits["train"], batch_size, shuffle=True,
                               max_tokens=recipe.get("max_train_tokens"), seed=recipe.get("seed", 0))
     validation_data = make_dataset(model, *splits["validation"], batch_size, shuffle=False)
-    callbacks = [
-        keras.callbacks.EarlyStopping(
-            monitor="val_loss", patience=recipe.get("patience", 3), restore_best_weights=True
-        ),
-        keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=1),
-        keras.callbacks.TensorBoard(log_dir=str(log_dir or Path("runs") / recipe["name"])),
-    ]
+    callbacks = standard_callbacks(recipe, log_dir, patience=3)
     history = training_loop.fit(model, train_data, epochs or recipe.get("epochs", 30),
                                 validation_data.dataset(), callbacks, {"recipe": recipe, **run},
                                 options)
     return history["val_loss"]
+
+
+def standard_callbacks(recipe, log_dir, patience, monitor="val_loss", reduce_on_plateau=True):
+    """The trainers' Keras callbacks: early stopping on ``monitor`` with the best weights
+    restored (after the recipe's ``patience`` epochs without progress), the learning rate
+    halved after one such epoch (unless the recipe schedules it), and TensorBoard logs."""
+    mode = "max" if monitor.endswith("accuracy") else "min"
+    callbacks = [keras.callbacks.EarlyStopping(monitor=monitor, mode=mode, restore_best_weights=True,
+                                               patience=recipe.get("patience", patience))]
+    if reduce_on_plateau:
+        callbacks.append(keras.callbacks.ReduceLROnPlateau(monitor=monitor, mode=mode, factor=0.5,
+                                                           patience=1))
+    log_dir = log_dir or Path("runs") / recipe["name"]
+    return callbacks + [keras.callbacks.TensorBoard(log_dir=str(log_dir))]
 
 
 def _tune_decoding(model, sources, references, metric, printer):

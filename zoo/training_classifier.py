@@ -108,11 +108,8 @@ def _fit(recipe, config, vocabulary, splits, seed, epochs, log_dir, options, run
     batch_size = recipe.get("batch_size", 64)
     train_data = make_dataset(model, *splits["train"], batch_size, True, seed)
     validation_data = make_dataset(model, *splits["validation"], batch_size, False)
-    callbacks = [
-        keras.callbacks.EarlyStopping(monitor="val_accuracy", mode="max",
-                                      patience=recipe.get("patience", 2), restore_best_weights=True),
-        keras.callbacks.TensorBoard(log_dir=str(log_dir)),
-    ]
+    callbacks = training.standard_callbacks(recipe, log_dir, patience=2, monitor="val_accuracy",
+                                            reduce_on_plateau=False)
     history = training_loop.fit(
         model, train_data, epochs or recipe.get("epochs", 10), validation_data.dataset(),
         callbacks, {"recipe": recipe, "seed": seed, **run}, options,

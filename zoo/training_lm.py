@@ -117,19 +117,14 @@ def _fit(model, recipe, splits, epochs, log_dir, options, run):
     validation_data = windows(validation_ids, length, batch_size, shuffle=False)
     epochs = epochs or recipe.get("epochs", 30)
     learning_rate = recipe.get("learning_rate", 2e-3)
-    callbacks = [
-        keras.callbacks.EarlyStopping(monitor="val_loss", patience=recipe.get("patience", 2),
-                                      restore_best_weights=True),
-        keras.callbacks.TensorBoard(log_dir=str(log_dir or Path("runs") / recipe["name"])),
-    ]
-    if recipe.get("learning_rate_decay") == "cosine":
+    cosine = recipe.get("learning_rate_decay") == "cosine"
+    if cosine:
         # Decays to 5% over the planned epochs: the last epochs at a small learning rate
         # gain more than halving it on a plateau, which a fixed epoch budget rarely reaches.
         learning_rate = keras.optimizers.schedules.CosineDecay(
             learning_rate, len(train_data) * epochs, alpha=0.05)
-    else:
-        callbacks.append(keras.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5,
-                                                           patience=1))
+    callbacks = training.standard_callbacks(recipe, log_dir, patience=2,
+                                            reduce_on_plateau=not cosine)
     with options.scope():
         model.compile(optimizer=keras.optimizers.Adam(learning_rate, clipnorm=1.0),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
