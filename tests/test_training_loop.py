@@ -234,6 +234,20 @@ def test_checkpoint_of_another_run_is_refused(text_file, tmp_path, capsys):
     assert "holds the checkpoint of another run" in capsys.readouterr().err
 
 
+def test_resuming_removes_the_staging_folders_of_killed_saves(text_file, tmp_path):
+    characters = sorted(set(text_file.read_text()))
+    model = training_lm.build_model(dict(RECIPE, name="tiny_lm"), characters)
+    model.compile(optimizer=keras.optimizers.Adam(), loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    checkpoint = training_loop._Checkpoint(tmp_path, model, {"run": 1})
+    checkpoint.save(0, 5, [], keras.callbacks.History())
+    stale = tmp_path / ".saving-999999"  # a save killed before its rename
+    stale.mkdir()
+    (stale / training_loop.VARIABLES_FILE).write_bytes(b"half written")
+    assert checkpoint.restore([], keras.callbacks.History()) == (0, 5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest"]
+
+
 def test_the_loop_trains_as_keras_fit_does(text_file):
     """Same model, data and callbacks: the same losses, per epoch, and the same weights."""
     text = text_file.read_text()

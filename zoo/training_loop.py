@@ -269,6 +269,9 @@ class _Checkpoint:
 
     def restore(self, callbacks, history):
         """``(epoch, step)`` to continue from; ``(0, 0)`` when there is no checkpoint."""
+        # A run killed while saving leaves its staging folder; none is ever resumed from.
+        for staging in self.directory.glob(".saving-*"):
+            shutil.rmtree(staging, ignore_errors=True)
         for folder in (self.directory / "latest", self.directory / "previous"):
             if (folder / STATE_FILE).is_file():
                 break
