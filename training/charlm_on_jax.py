@@ -8,14 +8,20 @@ network there: the zoo's own cells (``zoo/layers/cells.py`` is pure Keras) in
 layout; ``ship`` (run here, with TensorFlow) loads them into a ``CharLanguageModel``,
 scores it with the zoo's own code and writes the preset.
 
-On the GPU machine (the ids come from ``ids``, run here; the test tail never travels):
-
-    python training/charlm_on_jax.py train lstm_charlm_shakespeare --data ids.npz --out OUT
-
-Here:
+Here, the training and validation text as ids (the test tail never travels):
 
     python training/charlm_on_jax.py ids --out ids.npz
-    python training/charlm_on_jax.py ship lstm_charlm_shakespeare OUT/lstm_charlm_shakespeare.npz
+
+On the GPU machine (with Keras and its wheels carried there; ``--dropout`` and
+``--learning-rate`` train variants of the recipe, the best on validation ships):
+
+    KERAS_BACKEND=jax python training/charlm_on_jax.py train lstm_charlm_shakespeare \
+        --data ids.npz --out OUT --seconds 470
+
+Here again:
+
+    python training/charlm_on_jax.py ship lstm_charlm_shakespeare \
+        OUT/lstm_charlm_shakespeare_dropout0.3_lr0.002.npz
 """
 
 import argparse
