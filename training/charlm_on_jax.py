@@ -106,8 +106,8 @@ def train(args):
         recipe["model_config"]["dropout"] = args.dropout
     if args.learning_rate is not None:
         recipe["learning_rate"] = args.learning_rate
-    name = (f"{recipe['name']}_dropout{recipe['model_config']['dropout']}"
-            f"_lr{recipe.get('learning_rate', 2e-3)}")
+    epochs, learning_rate = recipe.get("epochs", 30), recipe.get("learning_rate", 2e-3)
+    name = f"{recipe['name']}_dropout{recipe['model_config']['dropout']}_lr{learning_rate}"
     data = np.load(args.data)
     characters = json.loads(str(data["characters"]))
     keras.utils.set_random_seed(recipe.get("seed", 0))
@@ -115,15 +115,14 @@ def train(args):
     length, batch_size = recipe.get("sequence_length", 128), recipe.get("batch_size", 64)
     train_data = window_batches(data["train"], length, batch_size, True, recipe.get("seed", 0))
     validation_data = window_batches(data["validation"], length, batch_size, False, 0)
-    model.compile(optimizer=keras.optimizers.Adam(recipe.get("learning_rate", 2e-3), clipnorm=1.0),
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate, clipnorm=1.0),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     print(f"{name}: {model.count_params():,} parameters, {len(train_data)} steps per epoch",
           flush=True)
-    budget = TimeBudget(started, args.seconds, recipe.get("epochs", 30),
-                        recipe.get("learning_rate", 2e-3))
+    budget = TimeBudget(started, args.seconds, epochs, learning_rate)
     keeper = BestWeights(Path(args.out) / f"{name}.npz", recipe, characters, started)
-    model.fit(train_data, epochs=recipe.get("epochs", 30), validation_data=validation_data,
-              verbose=2, callbacks=[budget, keeper])
+    model.fit(train_data, epochs=epochs, validation_data=validation_data, verbose=2,
+              callbacks=[budget, keeper])
     print(f"{name}: best val_loss {keeper.best:.4f} at epoch {keeper.best_epoch}, "
           f"{time.time() - started:.0f} s", flush=True)
 
