@@ -45,6 +45,45 @@ def test_greedy_takes_the_locally_best_token_and_pads_after_end():
     np.testing.assert_array_equal(attention[0, :2], [[0, 1, 0], [0, 1, 0]])
 
 
+def _countdown_step(rows_seen):
+    """Each row emits A until its state counts down to zero, then [END]; attention
+    looks at position (count mod 3). Records how many rows every call computes."""
+
+    def step(tokens, state):
+        rows_seen.append(int(tf.shape(tokens)[0]))
+        left = state["left"]
+        logits = tf.where(tf.expand_dims(left > 0, 1), tf.one_hot(tf.fill(tf.shape(left), A), VOCAB),
+                          tf.one_hot(tf.fill(tf.shape(left), END_ID), VOCAB))
+        return logits, {"left": left - 1}, tf.one_hot(left % 3, 3)
+
+    return step
+
+
+def test_greedy_drops_finished_sentences_and_matches_the_fixed_batch():
+    state = {"left": tf.constant([0, 3, 1])}
+    rows_seen = []
+    tokens, attention = decoding.greedy_search(_countdown_step(rows_seen), state, 3, 6,
+                                               source_length=3)
+    np.testing.assert_array_equal(tokens, [[END_ID, 0, 0, 0, 0, 0],
+                                           [A, A, A, END_ID, 0, 0],
+                                           [A, END_ID, 0, 0, 0, 0]])
+    assert rows_seen == [3, 2, 1, 1]  # a sentence leaves the batch after its [END]
+    fixed_tokens, fixed_attention = decoding._greedy_fixed_rows(
+        _countdown_step([]), state, 3, 6, 3, return_attention=True)
+    np.testing.assert_array_equal(tokens, fixed_tokens)
+    # Attention rows of the steps a sentence took are the same; later ones are zero.
+    np.testing.assert_array_equal(attention * (tokens[..., None] > 0),
+                                  fixed_attention * (fixed_tokens[..., None] > 0))
+    np.testing.assert_array_equal(attention[0, 1:], 0.0)
+
+    # The same in a graph, where the batch size is unknown when the loop is built.
+    search = tf.function(lambda left: decoding.greedy_search(
+        _countdown_step([]), {"left": left}, tf.shape(left)[0], 6, source_length=3))
+    graph_tokens, graph_attention = search(state["left"])
+    np.testing.assert_array_equal(graph_tokens, tokens)
+    np.testing.assert_array_equal(graph_attention, attention)
+
+
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
 def test_beam_search_finds_the_more_probable_sequence(alpha):
     tokens, attention = _run(decoding.beam_search, beam_size=2, alpha=alpha)

@@ -37,7 +37,21 @@ def greedy_search(step_fn, state, batch_size, max_length, source_length=None,
     Returns ``(tokens [B, max_length] int32, attention [B, max_length, S] or None)``.
     ``source_length`` (S) is needed only when the step function returns attention;
     ``return_attention=False`` skips collecting it (faster, smaller exports).
+
+    A batch whose size is not a static 1 drops each sentence from the loop once it
+    has produced ``[END]`` (its rows of ``state`` are gathered out), so the later
+    steps compute only for the sentences still being translated. A static batch of
+    one (TFLite) keeps static loop shapes instead.
     """
+    if isinstance(batch_size, int) and batch_size == 1:
+        return _greedy_fixed_rows(step_fn, state, batch_size, max_length, source_length,
+                                  return_attention)
+    return _greedy_dropping_finished(step_fn, state, batch_size, max_length, source_length,
+                                     return_attention)
+
+
+def _greedy_fixed_rows(step_fn, state, batch_size, max_length, source_length, return_attention):
+    """Every row steps until all have ended (a finished row is fed and given [PAD])."""
     tokens = tf.zeros([batch_size, max_length], tf.int32)
     previous = tf.fill([batch_size], START_ID)
     logits, state, attention = step_fn(previous, state)
@@ -70,6 +84,42 @@ def greedy_search(step_fn, state, batch_size, max_length, source_length=None,
         lambda t, *rest: tf.logical_and(t < max_length, tf.logical_not(tf.reduce_all(rest[-1]))),
         body,
         loop_vars,
+    )
+    return tokens, (history if track_attention else None)
+
+
+def _greedy_dropping_finished(step_fn, state, batch_size, max_length, source_length,
+                              return_attention):
+    """Only the unfinished sentences step (``rows``: their rows in the batch); after a
+    sentence's [END] its tokens stay [PAD] and its attention rows zero."""
+    logits, state, attention = step_fn(tf.fill([batch_size], START_ID), state)
+    track_attention = attention is not None and return_attention
+    tokens = tf.zeros([batch_size, max_length], tf.int32)  # [PAD] where nothing is written
+    history = tf.zeros([batch_size, max_length, source_length] if track_attention else [0])
+
+    def record(t, rows, logits, attention, state, tokens, history):
+        """Write step ``t``'s choices; keep the rows that have not produced [END]."""
+        token = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        where = tf.stack([rows, tf.fill(tf.shape(rows), t)], axis=1)
+        tokens = tf.tensor_scatter_nd_update(tokens, where, token)
+        if track_attention:
+            history = tf.tensor_scatter_nd_update(history, where, tf.cast(attention, tf.float32))
+        open_rows = tf.reshape(tf.where(tf.not_equal(token, END_ID)), [-1])
+        state = tf.nest.map_structure(lambda s: tf.gather(s, open_rows), state)
+        return tf.gather(token, open_rows), tf.gather(rows, open_rows), state, tokens, history
+
+    def body(t, token, rows, state, tokens, history):
+        logits, state, attention = step_fn(token, state)
+        return (t + 1, *record(t, rows, logits, attention, state, tokens, history))
+
+    any_rows = tf.TensorShape([None])
+    loop_vars = (1, *record(0, tf.range(batch_size), logits, attention, state, tokens, history))
+    invariants = (tf.TensorShape([]), any_rows, any_rows,
+                  tf.nest.map_structure(lambda s: any_rows.concatenate(s.shape[1:]), loop_vars[3]),
+                  tokens.shape, history.shape)
+    *_, tokens, history = tf.while_loop(
+        lambda t, token, *_: tf.logical_and(t < max_length, tf.size(token) > 0),
+        body, loop_vars, shape_invariants=invariants,
     )
     return tokens, (history if track_attention else None)
 
