@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import pytest
 
-from zoo import training_loop, training_lm
+from zoo import training, training_loop, training_lm
 from zoo.cli import main
 
 HERE = Path(__file__).resolve().parent
@@ -248,20 +248,28 @@ def test_resuming_removes_the_staging_folders_of_killed_saves(text_file, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latest"]
 
 
-def test_the_loop_trains_as_keras_fit_does(text_file):
-    """Same model, data and callbacks: the same losses, per epoch, and the same weights."""
-    text = text_file.read_text()
-    characters = sorted(set(text))
+def _tiny_lm(text, ema_momentum=None):
+    keras.utils.set_random_seed(0)
     recipe = {"model_config": {"cell": "gru", "embedding_dim": 8, "units": 16, "dropout": 0.1}}
+    model = training_lm.build_model(recipe, sorted(set(text)))
+    model.compile(optimizer=training.adam(0.01, ema_momentum),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    train = training_lm.windows(model.encode(text[:20000]), 32, 8, shuffle=True)
+    validation = training_lm.windows(model.encode(text[20000:]), 32, 8, shuffle=False)
+    return model, train, validation
+
+
+@pytest.mark.parametrize("ema_momentum", [None, 0.9])
+def test_the_loop_trains_as_keras_fit_does(text_file, ema_momentum):
+    """Same model, data and callbacks: the same losses, per epoch, and the same weights.
+    With weight averaging, both validate the averaged weights and end with them."""
+    text = text_file.read_text()
     results = []
     for use_keras_fit in (True, False):
-        keras.utils.set_random_seed(0)
-        model = training_lm.build_model(recipe, characters)
-        model.compile(optimizer=keras.optimizers.Adam(0.01),
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        train = training_lm.windows(model.encode(text[:20000]), 32, 8, shuffle=True)
-        validation = training_lm.windows(model.encode(text[20000:]), 32, 8, shuffle=False)
+        model, train, validation = _tiny_lm(text, ema_momentum)
         callbacks = [keras.callbacks.ReduceLROnPlateau(monitor="val_loss", patience=0)]
+        if ema_momentum:
+            callbacks.insert(0, keras.callbacks.SwapEMAWeights(swap_on_epoch=True))
         if use_keras_fit:
             history = model.fit(train.dataset().repeat(), steps_per_epoch=len(train), epochs=3,
                                 validation_data=validation.dataset(), callbacks=callbacks,
@@ -273,6 +281,45 @@ def test_the_loop_trains_as_keras_fit_does(text_file):
     for key in ("loss", "val_loss", "learning_rate"):
         np.testing.assert_allclose(history[key], expected[key], rtol=1e-5, err_msg=key)
     for ours, theirs in zip(weights, expected_weights):
+        np.testing.assert_allclose(ours, theirs, atol=1e-5)
+
+
+class _Killed(Exception):
+    pass
+
+
+class _KillAtEpoch(keras.callbacks.Callback):
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.epoch:
+            raise _Killed
+
+
+def test_averaged_weights_resume_from_an_epoch_end_checkpoint(text_file, tmp_path):
+    """At an epoch's end the averaged weights are in the model (swapped for validation
+    and early stopping): a run resumed from there trains on as an uninterrupted one."""
+    text = text_file.read_text()
+    recipe = {"name": "tiny", "ema_momentum": 0.9, "patience": 5}
+
+    def run(extra_callbacks=(), checkpoints=None):
+        model, train, validation = _tiny_lm(text, recipe["ema_momentum"])
+        callbacks = training.standard_callbacks(recipe, tmp_path / "runs", patience=5,
+                                                reduce_on_plateau=False)
+        history = training_loop.fit(
+            model, train, 3, validation.dataset(), callbacks + list(extra_callbacks),
+            {"run": 1}, training_loop.Options(checkpoint_dir=checkpoints))
+        return history, model.get_weights()
+
+    expected_history, expected = run()
+    with pytest.raises(_Killed):
+        run([_KillAtEpoch(1)], tmp_path / "checkpoints")
+    assert _state(tmp_path / "checkpoints")["callbacks"][0] == {"_ema_weights_in_model": True}
+    history, weights = run(checkpoints=tmp_path / "checkpoints")
+    np.testing.assert_allclose(history["val_loss"], expected_history["val_loss"], rtol=1e-5)
+    for ours, theirs in zip(weights, expected):
         np.testing.assert_allclose(ours, theirs, atol=1e-5)
 
 

@@ -184,10 +184,18 @@ def build_model(recipe, source_vocabulary, target_vocabulary):
     return model
 
 
-def compile_for_training(model, learning_rate=1e-3, clipnorm=1.0):
+def adam(learning_rate, ema_momentum=None, clipnorm=1.0):
+    """Adam with gradient clipping; with ``ema_momentum`` (a recipe's key) it also keeps an
+    exponential moving average of the weights (Polyak averaging), which
+    ``standard_callbacks`` swaps in for validation, early stopping and the shipped preset."""
+    averaging = {"use_ema": True, "ema_momentum": ema_momentum} if ema_momentum else {}
+    return keras.optimizers.Adam(learning_rate, clipnorm=clipnorm, **averaging)
+
+
+def compile_for_training(model, learning_rate=1e-3, clipnorm=1.0, ema_momentum=None):
     """Adam and the masked loss: padding positions (id 0) do not count."""
     model.compile(
-        optimizer=keras.optimizers.Adam(learning_rate, clipnorm=clipnorm),
+        optimizer=adam(learning_rate, ema_momentum, clipnorm),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
     )
     return model
@@ -286,7 +294,8 @@ def _train_seq2seq(recipe, out_dir, epochs, data_file, data_dir, log_dir, comman
     keras.utils.set_random_seed(recipe.get("seed", 0))
     with options.scope():
         model = build_model(recipe, source_vocabulary, target_vocabulary)
-        compile_for_training(model, recipe.get("learning_rate", 1e-3))
+        compile_for_training(model, recipe.get("learning_rate", 1e-3),
+                             ema_momentum=recipe.get("ema_momentum"))
     printer(
         f"{recipe['name']}: {len(splits['train'][0])} training pairs, vocabularies "
         f"{len(source_vocabulary)} / {len(target_vocabulary)}, {model.count_params():,} parameters"
@@ -352,10 +361,15 @@ def _fit(model, recipe, splits, epochs, log_dir, options, run):
 def standard_callbacks(recipe, log_dir, patience, monitor="val_loss", reduce_on_plateau=True):
     """The trainers' Keras callbacks: early stopping on ``monitor`` with the best weights
     restored (after the recipe's ``patience`` epochs without progress), the learning rate
-    halved after one such epoch (unless the recipe schedules it), and TensorBoard logs."""
+    halved after one such epoch (unless the recipe schedules it), and TensorBoard logs.
+    With the recipe's ``ema_momentum`` (see ``adam``), the averaged weights are validated,
+    and they are the weights that early stopping keeps: they are swapped in at the end
+    of every epoch, before the callbacks after them see the model."""
     mode = "max" if monitor.endswith("accuracy") else "min"
-    callbacks = [keras.callbacks.EarlyStopping(monitor=monitor, mode=mode, restore_best_weights=True,
-                                               patience=recipe.get("patience", patience))]
+    averaging = bool(recipe.get("ema_momentum"))
+    callbacks = [keras.callbacks.SwapEMAWeights(swap_on_epoch=True)] if averaging else []
+    callbacks.append(keras.callbacks.EarlyStopping(monitor=monitor, mode=mode, restore_best_weights=True,
+                                                   patience=recipe.get("patience", patience)))
     if reduce_on_plateau:
         callbacks.append(keras.callbacks.ReduceLROnPlateau(monitor=monitor, mode=mode, factor=0.5,
                                                            patience=1))

@@ -102,8 +102,8 @@ def _fit(recipe, config, vocabulary, splits, seed, epochs, log_dir, options, run
         model = zoo.models.TextClassifier(len(vocabulary), **config)
         model.build()
         model.set_vocabulary(vocabulary)
-        model.compile(optimizer=keras.optimizers.Adam(recipe.get("learning_rate", 1e-3),
-                                                      clipnorm=1.0),
+        model.compile(optimizer=training.adam(recipe.get("learning_rate", 1e-3),
+                                              recipe.get("ema_momentum")),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     batch_size = recipe.get("batch_size", 64)
     train_data = make_dataset(model, *splits["train"], batch_size, True, seed)

@@ -126,7 +126,7 @@ def _fit(model, recipe, splits, epochs, log_dir, options, run):
     callbacks = training.standard_callbacks(recipe, log_dir, patience=2,
                                             reduce_on_plateau=not cosine)
     with options.scope():
-        model.compile(optimizer=keras.optimizers.Adam(learning_rate, clipnorm=1.0),
+        model.compile(optimizer=training.adam(learning_rate, recipe.get("ema_momentum")),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return training_loop.fit(model, train_data, epochs, validation_data.dataset(), callbacks,
                              {"recipe": recipe, **run}, options)

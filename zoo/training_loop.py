@@ -35,8 +35,10 @@ STRATEGIES = ("default", "mirrored", "multi_worker")
 STATE_FILE = "state.json"
 VARIABLES_FILE = "variables.npz"
 BEST_WEIGHTS_FILE = "best_weights.npz"
-# Callback attributes that carry state from epoch to epoch (EarlyStopping, ReduceLROnPlateau).
-_CALLBACK_STATE = ("wait", "best", "best_epoch", "stopped_epoch", "cooldown_counter")
+# Callback attributes that carry state from epoch to epoch (EarlyStopping, ReduceLROnPlateau;
+# SwapEMAWeights' flag: whether the model or the optimizer holds the averaged weights).
+_CALLBACK_STATE = ("wait", "best", "best_epoch", "stopped_epoch", "cooldown_counter",
+                   "_ema_weights_in_model")
 
 
 class CheckpointMismatch(ValueError):
@@ -154,7 +156,10 @@ def fit(model, train_data, epochs, validation_data=None, callbacks=(), run_descr
                 checkpoint.save(epoch, step + 1, callbacks, history)
         logs = {name: float(value) for name, value in logs.items()}
         if validation_data is not None:
-            logs.update({f"val_{name}": value for name, value in evaluate(validation_data).items()})
+            callback_list.on_test_begin()  # as in fit: SwapEMAWeights evaluates the average
+            results = evaluate(validation_data)
+            callback_list.on_test_end(results)
+            logs.update({f"val_{name}": value for name, value in results.items()})
         logs["learning_rate"] = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
         callback_list.on_epoch_end(epoch, logs)
         epoch, step = epoch + 1, 0
