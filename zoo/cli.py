@@ -43,7 +43,7 @@ def _command_benchmark(args):
         results = benchmark.benchmark_serve(args.name, requests=args.requests or 200,
                                             data_dir=args.data_dir)
     else:
-        results = benchmark.benchmark_translate(args.name, rounds=args.rounds or 5,
+        results = benchmark.benchmark_translate(args.name, rounds=args.rounds or 9,
                                                 data_dir=args.data_dir)
     if args.json:
         print(json.dumps(results))
@@ -353,7 +353,7 @@ def build_parser():
     bench.add_argument("--requests", type=int,
                        help="serve: requests per concurrency level (default 200)")
     bench.add_argument("--rounds", type=int,
-                       help="alternating rounds (default 7 for layers, 5 for translate)")
+                       help="alternating rounds (default 7 for layers, 9 for translate)")
     bench.add_argument("--data-dir", help="translate, serve: the data folder (test sentences)")
     bench.add_argument("--json", action="store_true", help="also print the results as JSON")
     bench.set_defaults(run=_command_benchmark)
