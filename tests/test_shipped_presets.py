@@ -159,6 +159,26 @@ def test_classifier_preset_exports_agree_with_keras(name, tmp_path):
     np.testing.assert_allclose([lite.probabilities(t) for t in texts], expected, atol=1e-5)
 
 
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_classifier_preset_fine_tunes_with_keras_fit(name):
+    """Sentences the preset gets wrong, learned with a plain Keras ``compile`` and ``fit``."""
+    import keras
+    import numpy as np
+
+    from zoo.data import sst2
+
+    model = zoo.load(name)
+    texts, labels = sst2.load()["test"]
+    wrong = np.flatnonzero(model.probabilities(texts).argmax(-1) != np.array(labels))[:8]
+    texts, labels = [texts[i] for i in wrong], np.array([labels[i] for i in wrong])
+    assert len(texts) == 8
+    model.compile(optimizer=keras.optimizers.Adam(3e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    history = model.fit(model.encode(texts), labels, batch_size=8, epochs=30, verbose=0)
+    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+    assert [c["label"] for c in model.classify(texts)] == [model.labels[y] for y in labels]
+
+
 @pytest.mark.parametrize("name", LANGUAGE_MODELS)
 def test_language_model_preset_scores_what_its_metadata_says(name):
     from zoo.data import shakespeare
