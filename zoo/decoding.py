@@ -1,14 +1,15 @@
-"""Greedy and beam search over a step function, with static shapes.
+"""Greedy and beam search over a step function.
 
 A step function maps ``(previous_tokens [N], state) -> (logits [N, V], new_state,
 attention [N, S] or None)``; ``state`` is any nest of tensors whose first dimension
-is N. That is all decoding needs from a model. Greedy search calls it with N = B
-rows; beam search with N = B * K (each sentence's K beams on consecutive rows).
+is N. That is all decoding needs from a model. Greedy search calls it with the N <= B
+sentences still being translated; beam search with N = B * K (each sentence's K
+beams on consecutive rows).
 
 Both searches keep their outputs in fixed ``[batch, (beam,) max_length]`` buffers
-written by position (no growing concatenations) and stop early once every sequence
-has produced ``[END]``; after ``[END]`` a sequence is padded with ``[PAD]`` (id 0).
-This keeps them convertible to TFLite builtin ops.
+(no growing concatenations) and stop early once every sequence has produced
+``[END]``; after ``[END]`` a sequence is padded with ``[PAD]`` (id 0). With a static
+batch of one, every loop shape is static: that is what converts to TFLite builtin ops.
 """
 
 import tensorflow as tf
