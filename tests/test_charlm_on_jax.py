@@ -8,6 +8,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
@@ -20,7 +21,7 @@ SPEC = importlib.util.spec_from_file_location("charlm_on_jax", ROOT / "training"
 charlm_on_jax = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(charlm_on_jax)
 
-TINY_CONFIG = {"embedding_dim": 8, "units": 16, "num_layers": 2, "dropout": 0.1}
+TINY_CONFIG = {"embedding_dim": 8, "units": 16, "num_layers": 2, "dropout": 0.1, "recurrent_dropout": 0.1}
 
 
 @pytest.mark.parametrize("cell", ["rnn", "lstm", "gru"])
@@ -37,7 +38,7 @@ def test_the_trained_network_is_the_language_model(cell):
 def test_train_then_ship_writes_a_preset_of_the_trained_weights(tmp_path):
     recipe = {**json.loads((ROOT / "training" / "recipes" / "lstm_charlm_shakespeare.json").read_text()),
               "model_config": {**TINY_CONFIG, "cell": "lstm"}, "sequence_length": 32,
-              "batch_size": 16, "epochs": 2, "weights_dtype": "float16"}
+              "batch_size": 16, "epochs": 2, "weights_dtype": "float16", "ema_momentum": 0.9}
     recipe_file = tmp_path / "tiny_lm.json"
     recipe_file.write_text(json.dumps(recipe))
     ids_file = tmp_path / "ids.npz"
@@ -47,18 +48,27 @@ def test_train_then_ship_writes_a_preset_of_the_trained_weights(tmp_path):
              validation=ids["validation"][:4_000])
 
     charlm_on_jax.main(["train", str(recipe_file), "--data", str(ids_file), "--out", str(tmp_path)])
-    weights_file = tmp_path / "tiny_lm_dropout0.1_lr0.002.npz"
+    weights_file = tmp_path / "tiny_lm_dropout0.1_recurrent0.1_lr0.002_ema0.9.npz"
     arrays = np.load(weights_file)
     record = json.loads(str(arrays["record"]))
     assert len(record["history"]) == 2
     val_losses = [epoch["val_loss"] for epoch in record["history"]]
     assert record["best_epoch"] == int(np.argmin(val_losses)) + 1
     assert arrays["w00"].dtype == np.float16
+    # The kept weights are those validated: the moving average (the raw weights score otherwise).
+    network = charlm_on_jax.build_network(recipe["model_config"], 65)
+    network.set_weights([arrays[f"w{i:02d}"] for i in range(len(network.get_weights()))])
+    network.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    validation = charlm_on_jax.window_batches(ids["validation"][:4_000], 32, 16, False, 0)
+    assert network.evaluate(validation, verbose=0) == pytest.approx(min(val_losses), abs=2e-3)
+    # The same run without averaging follows the same raw weights, and keeps other ones.
+    charlm_on_jax.main(["train", str(recipe_file), "--data", str(ids_file), "--out", str(tmp_path),
+                        "--ema-momentum", "0"])
+    raw = np.load(tmp_path / "tiny_lm_dropout0.1_recurrent0.1_lr0.002_ema0.0.npz")
+    assert np.abs(raw["w00"].astype(np.float32) - arrays["w00"]).max() > 1e-3
 
     charlm_on_jax.main(["ship", str(recipe_file), str(weights_file), "--out", str(tmp_path / "preset")])
     preset = zoo.load(str(tmp_path / "preset"))
-    network = charlm_on_jax.build_network(recipe["model_config"], 65)
-    network.set_weights([arrays[f"w{i:02d}"] for i in range(len(network.get_weights()))])
     text = shakespeare.split(shakespeare.load())["test"][:200]
     ids = np.asarray([preset.encode(text)])
     np.testing.assert_allclose(np.asarray(preset(ids)), np.asarray(network(ids)), atol=1e-5)

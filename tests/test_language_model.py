@@ -52,6 +52,20 @@ def test_one_step_at_a_time_equals_the_whole_sequence(cell):
     np.testing.assert_allclose(np.array(steps), whole, atol=1e-5)
 
 
+def test_recurrent_dropout_acts_in_training_only_and_is_kept_in_the_config():
+    model = CharLanguageModel(len(CHARACTERS), cell="lstm", embedding_dim=8, units=16,
+                              recurrent_dropout=0.5)
+    model.build()
+    plain = tiny_language_model("lstm")
+    plain.set_weights(model.get_weights())
+    ids = np.array([plain.encode(VERSE[:40])], np.int32)
+    np.testing.assert_allclose(model(ids).numpy(), plain(ids).numpy(), atol=1e-6)
+    trained_twice = [model(ids, training=True).numpy() for _ in range(2)]
+    assert np.abs(trained_twice[0] - trained_twice[1]).max() > 1e-3
+    assert np.abs(trained_twice[0] - plain(ids).numpy()).max() > 1e-3
+    assert CharLanguageModel.from_config(model.get_config()).recurrent_dropout == 0.5
+
+
 def test_scoring_carries_the_state_across_chunks():
     model = tiny_language_model("gru")
     one_pass = model.nats_per_char(VERSE, chunk_length=10_000)

@@ -12,8 +12,9 @@ Here, the training and validation text as ids (the test tail never travels):
 
     python training/charlm_on_jax.py ids --out ids.npz
 
-On the GPU machine (with Keras and its wheels carried there; ``--dropout`` and
-``--learning-rate`` train variants of the recipe, the best on validation ships):
+On the GPU machine (with Keras and its wheels carried there; ``--dropout``,
+``--recurrent-dropout``, ``--learning-rate`` and ``--ema-momentum`` train variants of the
+recipe; the best on validation ships, and the recipe is then set to it):
 
     KERAS_BACKEND=jax python training/charlm_on_jax.py train lstm_charlm_shakespeare \
         --data ids.npz --out OUT --seconds 470
@@ -21,7 +22,7 @@ On the GPU machine (with Keras and its wheels carried there; ``--dropout`` and
 Here again:
 
     python training/charlm_on_jax.py ship lstm_charlm_shakespeare \
-        OUT/lstm_charlm_shakespeare_dropout0.3_lr0.002.npz
+        OUT/lstm_charlm_shakespeare_dropout0.3_recurrent0.15_lr0.002_ema0.995.npz --note "..."
 """
 
 import argparse
@@ -39,6 +40,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 CELL_CLASSES = {"rnn": "SimpleRNNCell", "lstm": "LSTMCell", "gru": "GRUCell"}
+# train's options for variants of a recipe: option -> (model_config or recipe, key).
+VARIANT_OPTIONS = {
+    "dropout": ("model", "dropout"),
+    "recurrent_dropout": ("model", "recurrent_dropout"),
+    "learning_rate": ("recipe", "learning_rate"),
+    "ema_momentum": ("recipe", "ema_momentum"),
+}
 
 
 def read_recipe(name):
@@ -65,8 +73,8 @@ def build_network(config, vocabulary_size):
     dropout = keras.layers.Dropout(config["dropout"])
     for i in range(config["num_layers"]):
         features = dropout(features) if i else features
-        features = keras.layers.RNN(cell_class(config["units"]), return_sequences=True,
-                                    name=f"{config['cell']}_{i}")(features)
+        cell = cell_class(config["units"], recurrent_dropout=config.get("recurrent_dropout", 0.0))
+        features = keras.layers.RNN(cell, return_sequences=True, name=f"{config['cell']}_{i}")(features)
     logits = keras.layers.Dense(vocabulary_size, name="head")(dropout(features))
     return keras.Model(ids, logits)
 
@@ -102,12 +110,14 @@ def train(args):
     started = time.time()
     recipe = read_recipe(args.recipe)
     # Variants of the recipe; the one with the best validation loss ships.
-    if args.dropout is not None:
-        recipe["model_config"]["dropout"] = args.dropout
-    if args.learning_rate is not None:
-        recipe["learning_rate"] = args.learning_rate
+    for option, (section, key) in VARIANT_OPTIONS.items():
+        if getattr(args, option) is not None:
+            (recipe["model_config"] if section == "model" else recipe)[key] = getattr(args, option)
     epochs, learning_rate = recipe.get("epochs", 30), recipe.get("learning_rate", 2e-3)
-    name = f"{recipe['name']}_dropout{recipe['model_config']['dropout']}_lr{learning_rate}"
+    ema_momentum = recipe.get("ema_momentum")
+    config = recipe["model_config"]
+    name = (f"{recipe['name']}_dropout{config['dropout']}"
+            f"_recurrent{config.get('recurrent_dropout', 0.0)}_lr{learning_rate}_ema{ema_momentum}")
     data = np.load(args.data)
     characters = json.loads(str(data["characters"]))
     keras.utils.set_random_seed(recipe.get("seed", 0))
@@ -115,14 +125,19 @@ def train(args):
     length, batch_size = recipe.get("sequence_length", 128), recipe.get("batch_size", 64)
     train_data = window_batches(data["train"], length, batch_size, True, recipe.get("seed", 0))
     validation_data = window_batches(data["validation"], length, batch_size, False, 0)
-    model.compile(optimizer=keras.optimizers.Adam(learning_rate, clipnorm=1.0),
+    # As zoo.training.adam: with ema_momentum, the moving average of the weights is what is
+    # validated and kept (SwapEMAWeights puts it in the model around validation and at each
+    # epoch's end, before BestWeights reads the weights).
+    averaging = {"use_ema": True, "ema_momentum": ema_momentum} if ema_momentum else {}
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate, clipnorm=1.0, **averaging),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     print(f"{name}: {model.count_params():,} parameters, {len(train_data)} steps per epoch",
           flush=True)
     budget = TimeBudget(started, args.seconds, epochs, learning_rate)
     keeper = BestWeights(Path(args.out) / f"{name}.npz", recipe, characters, started)
+    swap = [keras.callbacks.SwapEMAWeights(swap_on_epoch=True)] if ema_momentum else []
     model.fit(train_data, epochs=epochs, validation_data=validation_data, verbose=2,
-              callbacks=[budget, keeper])
+              callbacks=[budget, *swap, keeper])
     print(f"{name}: best val_loss {keeper.best:.4f} at epoch {keeper.best_epoch}, "
           f"{time.time() - started:.0f} s", flush=True)
 
@@ -239,7 +254,7 @@ def ship(args):
          "wall_time_seconds": record["wall_time_seconds"], "machine": record["machine"],
          "best_val_loss": round(record["best_val_loss"], 4),
          "final_train_loss": round(record["history"][-1]["loss"], 4),
-         **({"note": record["note"]} if "note" in record else {})})
+         **({"note": args.note or record.get("note")} if args.note or "note" in record else {})})
     out_dir = Path(args.out or presets.presets_root() / recipe["name"])
     training_lm.score_and_ship(model, out_dir, metadata, splits, print)
 
@@ -252,8 +267,8 @@ def main(argv=None):
     command.add_argument("--data", required=True, help="the .npz written by `ids`")
     command.add_argument("--out", required=True, help="folder for RECIPE.npz")
     command.add_argument("--seconds", type=float, default=400, help="time budget, start to end")
-    command.add_argument("--dropout", type=float, help="instead of the recipe's")
-    command.add_argument("--learning-rate", type=float, help="instead of the recipe's")
+    for option in VARIANT_OPTIONS:
+        command.add_argument(f"--{option.replace('_', '-')}", type=float, help="instead of the recipe's")
     command = commands.add_parser("ids", help="write the training and validation ids (here)")
     command.add_argument("--recipe", default="lstm_charlm_shakespeare")
     command.add_argument("--data-dir")
@@ -261,6 +276,7 @@ def main(argv=None):
     command = commands.add_parser("ship", help="score the trained weights and write the preset (here)")
     command.add_argument("recipe")
     command.add_argument("weights")
+    command.add_argument("--note", help="how the run was chosen, for the metadata")
     command.add_argument("--data-dir")
     command.add_argument("--out")
     args = parser.parse_args(argv)

@@ -40,13 +40,15 @@ class CharLanguageModel(keras.Model):
         units: size of each recurrent layer's state.
         num_layers: stacked recurrent layers.
         dropout: between layers and before the output layer, during training.
+        recurrent_dropout: fraction of each layer's state ``h_{t-1}`` dropped in its
+            recurrent step during training, one mask per sequence (Gal and Ghahramani, 2016).
 
     Call: ``model(ids [B, T])`` gives logits ``[B, T, V]`` for the next character
     at every position.
     """
 
     def __init__(self, vocabulary_size, cell="lstm", embedding_dim=64, units=512, num_layers=1,
-                 dropout=0.0, **kwargs):
+                 dropout=0.0, recurrent_dropout=0.0, **kwargs):
         super().__init__(**kwargs)
         if cell not in SEQUENCE_LAYERS:
             raise ValueError(f"cell must be one of {', '.join(SEQUENCE_LAYERS)}; received {cell!r}.")
@@ -56,12 +58,13 @@ class CharLanguageModel(keras.Model):
         self.units = units
         self.num_layers = num_layers
         self.dropout_rate = dropout
+        self.recurrent_dropout = recurrent_dropout
         self.characters = None
         self._index = {}
         self.embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")
         self.recurrent_layers = [
             SEQUENCE_LAYERS[cell](units, return_sequences=True, return_state=True,
-                                  name=f"{cell}_{i}")
+                                  recurrent_dropout=recurrent_dropout, name=f"{cell}_{i}")
             for i in range(num_layers)
         ]
         self.dropout = keras.layers.Dropout(dropout)
@@ -92,6 +95,7 @@ class CharLanguageModel(keras.Model):
             "units": self.units,
             "num_layers": self.num_layers,
             "dropout": self.dropout_rate,
+            "recurrent_dropout": self.recurrent_dropout,
         }
 
     @classmethod
