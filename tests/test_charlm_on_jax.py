@@ -67,13 +67,15 @@ def test_train_then_ship_writes_a_preset_of_the_trained_weights(tmp_path):
     raw = np.load(tmp_path / "tiny_lm_dropout0.1_recurrent0.1_lr0.002_ema0.0.npz")
     assert np.abs(raw["w00"].astype(np.float32) - arrays["w00"]).max() > 1e-3
 
-    charlm_on_jax.main(["ship", str(recipe_file), str(weights_file), "--out", str(tmp_path / "preset")])
+    charlm_on_jax.main(["ship", str(recipe_file), str(weights_file), "--out", str(tmp_path / "preset"),
+                        "--note", "the only variant"])
     preset = zoo.load(str(tmp_path / "preset"))
     text = shakespeare.split(shakespeare.load())["test"][:200]
     ids = np.asarray([preset.encode(text)])
     np.testing.assert_allclose(np.asarray(preset(ids)), np.asarray(network(ids)), atol=1e-5)
     metadata = json.loads((tmp_path / "preset" / "metadata.json").read_text())
     assert metadata["training"]["epochs_run"] == 2
+    assert metadata["training"]["note"] == "the only variant"
     assert metadata["training"]["best_val_loss"] == round(min(val_losses), 4)
     assert metadata["test"]["nats_per_char"] == pytest.approx(
         preset.nats_per_char(shakespeare.split(shakespeare.load())["test"]), abs=1e-4)

@@ -245,6 +245,7 @@ def ship(args):
         sys.exit(f"{args.weights} was trained on other characters than {recipe['name']}'s corpus.")
     model = training_lm.build_model(recipe, characters)
     model.set_weights([arrays[f"w{i:02d}"] for i in range(len(model.get_weights()))])
+    note = args.note or record.get("note")
     metadata = training_lm.preset_metadata(
         recipe, splits, None, characters,
         {"recipe": recipe,
@@ -254,7 +255,7 @@ def ship(args):
          "wall_time_seconds": record["wall_time_seconds"], "machine": record["machine"],
          "best_val_loss": round(record["best_val_loss"], 4),
          "final_train_loss": round(record["history"][-1]["loss"], 4),
-         **({"note": args.note or record.get("note")} if args.note or "note" in record else {})})
+         **({"note": note} if note else {})})
     out_dir = Path(args.out or presets.presets_root() / recipe["name"])
     training_lm.score_and_ship(model, out_dir, metadata, splits, print)
 
