@@ -33,18 +33,19 @@ def _command_info(args):
 def _command_benchmark(args):
     from zoo import benchmark
 
+    # Only the options given: the benchmark functions hold the defaults.
+    rounds = {"rounds": args.rounds} if args.rounds else {}
+    requests = {"requests": args.requests} if args.requests else {}
     if args.what == "layers":
         if args.name:
             raise UsageError("zoo benchmark layers takes no preset name.")
-        results = benchmark.benchmark_layers(rounds=args.rounds or 7)
+        results = benchmark.benchmark_layers(**rounds)
     elif not args.name:
         raise UsageError(f"zoo benchmark {args.what} needs a preset name.")
     elif args.what == "serve":
-        results = benchmark.benchmark_serve(args.name, requests=args.requests or 200,
-                                            data_dir=args.data_dir)
+        results = benchmark.benchmark_serve(args.name, data_dir=args.data_dir, **requests)
     else:
-        results = benchmark.benchmark_translate(args.name, rounds=args.rounds or 9,
-                                                data_dir=args.data_dir)
+        results = benchmark.benchmark_translate(args.name, data_dir=args.data_dir, **rounds)
     if args.json:
         print(json.dumps(results))
     return 0
