@@ -155,28 +155,29 @@ def tutorial_translator(source_vocabulary_size, target_vocabulary_size, units=25
         done = done | tf.equal(token, end_id)
         return tf.where(done, PAD_ID, token), done, state
 
-    def decode_unrolled(source_ids, steps):
-        context = encoder(encoder_embedding(source_ids))
+    def encode(source_ids):
+        """The encoder outputs and the first step's ``(token, done, state)``."""
         batch = tf.shape(source_ids)[0]
-        token, done = tf.fill([batch, 1], start_id), tf.zeros([batch, 1], tf.bool)
-        state, tokens = tf.zeros([batch, units]), []
+        return encoder(encoder_embedding(source_ids)), (
+            tf.fill([batch, 1], start_id), tf.zeros([batch, 1], tf.bool), tf.zeros([batch, units]))
+
+    def decode_unrolled(source_ids, steps):
+        context, step = encode(source_ids)
+        tokens = []
         for _ in range(steps):
-            token, done, state = next_token(context, token, done, state)
-            tokens.append(token)
+            step = next_token(context, *step)
+            tokens.append(step[0])
         return tf.concat(tokens, axis=-1)
 
     def decode_loop(source_ids, steps):
-        context = encoder(encoder_embedding(source_ids))
-        batch = tf.shape(source_ids)[0]
+        context, step = encode(source_ids)
 
         def body(t, token, done, state, tokens):
             token, done, state = next_token(context, token, done, state)
             return t + 1, token, done, state, tokens.write(t, token[:, 0])
 
-        *_, tokens = tf.while_loop(
-            lambda t, *_: t < steps, body,
-            (0, tf.fill([batch, 1], start_id), tf.zeros([batch, 1], tf.bool),
-             tf.zeros([batch, units]), tf.TensorArray(tf.int32, size=steps)))
+        *_, tokens = tf.while_loop(lambda t, *_: t < steps, body,
+                                   (0, *step, tf.TensorArray(tf.int32, size=steps)))
         return tf.transpose(tokens.stack())
 
     ids = tf.TensorSpec([None, None], tf.int32)
