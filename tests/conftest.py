@@ -36,14 +36,19 @@ MODELS = _model_classes()
 
 
 def tiny_translator(model_class, units=16):
-    from zoo.text import Vocabulary, tokenize
+    from zoo.text import TranslationPreprocessor, Vocabulary, tokenize
 
-    source = Vocabulary.build([tokenize(t, "zh") for t in SOURCES], min_count=1)
-    target = Vocabulary.build([tokenize(t, "en") for t in TARGETS], min_count=1)
-    model = model_class("zh", "en", len(source), len(target), embedding_dim=12, units=units,
+    # Whole words: six sentences are learned by heart in a few seconds with a vocabulary
+    # of their 16 words, not with WordPiece's alphabet beside them (tests/text covers
+    # subword models).
+    preprocessor = TranslationPreprocessor(
+        "zh", "en", Vocabulary.build([tokenize(t, "zh") for t in SOURCES], min_count=1),
+        Vocabulary.build([tokenize(t, "en") for t in TARGETS], min_count=1), subwords=False)
+    model = model_class("zh", "en", len(preprocessor.source_vocabulary),
+                        len(preprocessor.target_vocabulary), embedding_dim=12, units=units,
                         dropout=0.0, max_output_length=12)
     model.build()
-    model.set_vocabularies(source, target)
+    model.set_preprocessor(preprocessor)
     return model
 
 
@@ -57,8 +62,8 @@ def toy_translators():
         keras.utils.set_random_seed(0)
         model = tiny_translator(model_class, units=32)
         training.compile_for_training(model, learning_rate=0.05)
-        source_ids = model.encode_source(SOURCES)
-        decoder_in, decoder_out = model.encode_target(TARGETS)
+        source_ids = model.preprocessor.encode_sources(SOURCES)
+        decoder_in, decoder_out = model.preprocessor.encode_targets(TARGETS)
         model.fit((source_ids, decoder_in), decoder_out, epochs=150, verbose=0)
         models[name] = model
     return models

@@ -32,14 +32,14 @@ def test_fine_tune_a_preset_on_a_users_tsv(tmp_path):
     train_file = _write_tsv(tmp_path / "mine.tsv", USER_PAIRS)
     validation_file = _write_tsv(tmp_path / "mine_val.tsv", USER_VALIDATION)
     model = zoo.load("gru_bahdanau_cmn_en")
-    vocabulary_before = list(model.target_vocabulary.tokens)
+    vocabulary_before = list(model.preprocessor.target_vocabulary.tokens)
     train = training.tsv_dataset(model, train_file, batch_size=4)
     validation = training.tsv_dataset(model, validation_file, shuffle=False)
     training.compile_for_training(model, learning_rate=1e-3)
     loss_before = model.evaluate(validation, verbose=0)
     history = model.fit(train, validation_data=validation, epochs=4, verbose=0)
     assert history.history["val_loss"][-1] < loss_before - 0.3
-    assert model.target_vocabulary.tokens == vocabulary_before  # vocabulary kept
+    assert model.preprocessor.target_vocabulary.tokens == vocabulary_before  # vocabulary kept
     # "robot" is in the English vocabulary; 机器人 characters may map to [UNK].
     directory = zoo.presets.save(model, tmp_path / "cmn_en_mine", metadata={"task": "translation"})
     reloaded = zoo.load(directory)
@@ -60,8 +60,8 @@ def test_user_tsv_is_read_in_the_models_direction(tmp_path):
     def known_or_oov(tokens, vocabulary):
         return [t if vocabulary.encode([t]) != [1] else "[UNK]" for t in tokens]
 
-    assert [model.source_vocabulary.tokens[i] for i in source.numpy()[0]] == known_or_oov(
-        tokenize(chinese, "zh"), model.source_vocabulary)
-    assert model.target_vocabulary.decode(decoder_out.numpy()[0]) == known_or_oov(
-        tokenize(english, "en"), model.target_vocabulary)
+    assert [model.preprocessor.source_vocabulary.tokens[i] for i in source.numpy()[0]] == known_or_oov(
+        tokenize(chinese, "zh"), model.preprocessor.source_vocabulary)
+    assert model.preprocessor.target_vocabulary.decode(decoder_out.numpy()[0]) == known_or_oov(
+        tokenize(english, "en"), model.preprocessor.target_vocabulary)
     assert decoder_in.numpy()[0][0] == 2  # [START]

@@ -7,7 +7,7 @@ import tensorflow as tf
 from conftest import MODELS, SOURCES, TARGETS, tiny_translator as _tiny
 from zoo import presets
 from zoo.models import AttentionSeq2Seq
-from zoo.text import Vocabulary
+from zoo.text import TranslationPreprocessor, Vocabulary
 
 
 @pytest.fixture(scope="module")
@@ -18,8 +18,8 @@ def trained(toy_translators):
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_teacher_forcing_equals_step_by_step_decoding(name):
     model = _tiny(MODELS[name])
-    source_ids = model.encode_source(SOURCES[:3])
-    decoder_in, _ = model.encode_target(TARGETS[:3])
+    source_ids = model.preprocessor.encode_sources(SOURCES[:3])
+    decoder_in, _ = model.preprocessor.encode_targets(TARGETS[:3])
     forced = model((source_ids, decoder_in)).numpy()
     state = model.encode(tf.constant(source_ids))
     for t in range(decoder_in.shape[1]):
@@ -62,8 +62,8 @@ def test_invalid_beam_size(trained, beam):
 
 def test_unknown_words_become_oov_not_errors(trained):
     model = trained["attention"]
-    ids = model.encode_source(["龘龘我"])
-    np.testing.assert_array_equal(ids, [[1, 1, model.source_vocabulary.encode(["我"])[0]]])
+    ids = model.preprocessor.encode_sources(["龘龘我"])
+    np.testing.assert_array_equal(ids, [[1, 1, model.preprocessor.source_vocabulary.encode(["我"])[0]]])
     assert isinstance(model.translate("龘龘")[0], str)
 
 
@@ -74,13 +74,13 @@ def test_preset_round_trip(trained, name, weights_dtype, tmp_path):
     directory = presets.save(model, tmp_path / "toy", metadata={"task": "translation"},
                              weights_dtype=weights_dtype)
     assert sorted(p.name for p in (directory / "assets").iterdir()) == [
-        "source_vocabulary.txt", "target_vocabulary.txt"]
+        "preprocessor.json", "source_vocabulary.txt", "target_vocabulary.txt"]
     loaded = presets.load(directory)
     assert type(loaded) is type(model)
-    assert loaded.source_vocabulary == model.source_vocabulary
+    assert loaded.preprocessor.source_vocabulary == model.preprocessor.source_vocabulary
     assert loaded.translate(SOURCES, beam_size=3) == model.translate(SOURCES, beam_size=3)
-    source_ids = model.encode_source(SOURCES)
-    decoder_in, _ = model.encode_target(TARGETS)
+    source_ids = model.preprocessor.encode_sources(SOURCES)
+    decoder_in, _ = model.preprocessor.encode_targets(TARGETS)
     tolerance = 0 if weights_dtype == "float32" else 0.05
     np.testing.assert_allclose(loaded((source_ids, decoder_in)), model((source_ids, decoder_in)),
                                atol=tolerance)
@@ -88,8 +88,10 @@ def test_preset_round_trip(trained, name, weights_dtype, tmp_path):
 
 def test_vocabulary_size_must_match_the_config():
     model = _tiny(AttentionSeq2Seq)
+    small = TranslationPreprocessor("zh", "en", Vocabulary(["a"]),
+                                    model.preprocessor.target_vocabulary)
     with pytest.raises(ValueError, match=r"The source vocabulary has 5 tokens but the model was built for"):
-        model.set_vocabularies(Vocabulary(["a"]), model.target_vocabulary)
+        model.set_preprocessor(small)
 
 
 def test_inputs_that_are_not_strings_are_refused_clearly(toy_translators):

@@ -15,7 +15,7 @@ TINY = {
     "source_language": "en",
     "target_language": "fr",
     "model_config": {"embedding_dim": 8, "units": 8, "max_output_length": 8},
-    "vocabulary": {"min_count": 1},
+    "vocabulary": {"subwords": True, "source_size": 80, "target_size": 80},
     "batch_size": 8,
     "epochs": 2,
 }

@@ -317,7 +317,7 @@ def _tutorial_functions(model, texts):
     (where a trained tutorial model would stop, near enough)."""
     decode, parameters = tutorial_translator(model.source_vocabulary_size,
                                              model.target_vocabulary_size, model.units)
-    source_ids = tf.constant(model.encode_source(texts))
+    source_ids = tf.constant(model.preprocessor.encode_sources(texts))
     tokens, _ = model.generate_ids(source_ids, return_attention=False)
     steps = int(tf.reduce_max(tf.math.count_nonzero(tokens, axis=1)))  # [END] included
     info = {"parameters": parameters,

@@ -103,13 +103,13 @@ def _command_classify(args):
 
 def _command_attention(args):
     from zoo import plots
-    from zoo.text import detokenize
 
     model = _load_translator(args.name)
-    source, target, weights = model.align(args.text, beam_size=args.beam)
+    source, target, weights = model.align(args.text, beam_size=args.beam,
+                                          attention_level="piece" if args.pieces else "word")
     plots.attention_heatmap(weights, source, target, args.out,
                             title=f"{args.name}: {args.text}")
-    print(detokenize(target, model.target_language))
+    print(model.translate([args.text], beam_size=args.beam)[0])
     print(f"attention heatmap written to {args.out}")
     return 0
 
@@ -280,6 +280,9 @@ def build_parser():
     attention.add_argument("text")
     attention.add_argument("--out", required=True, help="PNG file to write")
     attention.add_argument("--beam", type=int, default=1)
+    attention.add_argument("--pieces", action="store_true",
+                           help="draw the subword pieces the model reads and writes "
+                                "(default: words)")
     attention.set_defaults(run=_command_attention)
 
     generate = commands.add_parser("generate", help="generate text with a language model")

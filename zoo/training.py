@@ -22,7 +22,7 @@ import tensorflow as tf
 import zoo.models
 from zoo import evaluation, presets, training_loop
 from zoo.data import generated, tatoeba
-from zoo.text import END_ID, START_ID, Vocabulary, tokenize
+from zoo.text import END_ID, START_ID, TranslationPreprocessor, Vocabulary, tokenize
 from zoo.text.vocabulary import pad_batch
 
 
@@ -102,17 +102,10 @@ def read_tfds_splits(dataset_name):
     return splits, source_key, target_key
 
 
-def _ids(model, sources, targets):
-    source_rows = [model.source_vocabulary.encode(model.source_tokens(s)) for s in sources]
-    target_rows = [
-        model.target_vocabulary.encode(tokenize(t, model.target_language)) for t in targets
-    ]
-    return source_rows, target_rows
-
-
 def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, seed=0):
     """Batches ``((source, [START] target), target [END])``, bucketed by length."""
-    source_rows, target_rows = _ids(model, sources, targets)
+    source_rows = model.preprocessor.source_rows(sources)
+    target_rows = model.preprocessor.target_rows(targets)
     keep = [
         i for i in range(len(source_rows))
         if source_rows[i] and (max_tokens is None or max(len(source_rows[i]), len(target_rows[i])) <= max_tokens)
@@ -161,7 +154,8 @@ def bucketed_dataset(indices, length_of, batch_of, output_signature, batch_size,
 def tsv_dataset(model, path, batch_size=64, shuffle=True):
     """A ``fit``-ready dataset from a TSV of pairs (English first), in the model's direction.
 
-    The model's vocabularies are kept: words it does not know become ``[UNK]``.
+    The model's vocabularies are kept: a word they lack is spelled in pieces (only a
+    character never seen in training becomes ``[UNK]``).
     """
     sources, targets = pair_sides(tatoeba.read_pairs(path), model.source_language)
     return make_dataset(model, sources, targets, batch_size, shuffle=shuffle).dataset()
@@ -170,18 +164,35 @@ def tsv_dataset(model, path, batch_size=64, shuffle=True):
 # -- model -----------------------------------------------------------------------------
 
 
-def build_model(recipe, source_vocabulary, target_vocabulary):
+def build_model(recipe, preprocessor):
     model_class = getattr(zoo.models, recipe["model"])
     model = model_class(
         recipe["source_language"],
         recipe["target_language"],
-        len(source_vocabulary),
-        len(target_vocabulary),
+        len(preprocessor.source_vocabulary),
+        len(preprocessor.target_vocabulary),
         **recipe.get("model_config", {}),
     )
     model.build()
-    model.set_vocabularies(source_vocabulary, target_vocabulary)
+    model.set_preprocessor(preprocessor)
     return model
+
+
+def build_preprocessor(recipe, train_split):
+    """The text pipeline, its vocabularies learned from the training split only: WordPiece
+    pieces of the recipe's ``vocabulary`` sizes, or (``"subwords": false``) whole words
+    seen at least ``min_count`` times."""
+    settings = recipe.get("vocabulary", {})
+    languages = recipe["source_language"], recipe["target_language"]
+    max_source_length = recipe.get("model_config", {}).get("max_source_length", 64)
+    if settings.get("subwords", False):
+        return TranslationPreprocessor.train(*train_split, *languages, settings["source_size"],
+                                             settings["target_size"], max_source_length)
+    source, target = (
+        Vocabulary.build([tokenize(t, language) for t in texts], settings.get("min_count", 2))
+        for language, texts in zip(languages, train_split)
+    )
+    return TranslationPreprocessor(*languages, source, target, max_source_length, subwords=False)
 
 
 def adam(learning_rate, ema_momentum=None, clipnorm=1.0):
@@ -286,14 +297,12 @@ def _train_seq2seq(recipe, out_dir, epochs, data_file, data_dir, log_dir, comman
                       corpus=f"tfds:{tfds_name}")
     else:
         splits = read_splits(recipe, data_file, data_dir)
-    min_count = recipe.get("vocabulary", {}).get("min_count", 2)
-    source_vocabulary, target_vocabulary = (
-        Vocabulary.build([tokenize(t, recipe[f"{side}_language"]) for t in texts], min_count)
-        for side, texts in zip(("source", "target"), splits["train"])
-    )
+    preprocessor = build_preprocessor(recipe, splits["train"])
+    source_vocabulary, target_vocabulary = (preprocessor.source_vocabulary,
+                                            preprocessor.target_vocabulary)
     keras.utils.set_random_seed(recipe.get("seed", 0))
     with options.scope():
-        model = build_model(recipe, source_vocabulary, target_vocabulary)
+        model = build_model(recipe, preprocessor)
         compile_for_training(model, recipe.get("learning_rate", 1e-3),
                              ema_momentum=recipe.get("ema_momentum"))
     printer(
@@ -312,7 +321,9 @@ def _train_seq2seq(recipe, out_dir, epochs, data_file, data_dir, log_dir, comman
         "target_language": recipe["target_language"],
         "data": _data_description(recipe, data_file, splits),
         "vocabulary": {"source": len(source_vocabulary), "target": len(target_vocabulary),
-                       "min_count": min_count},
+                       **recipe.get("vocabulary", {"min_count": 2}),
+                       "pieces": "WordPiece (zoo.text.wordpiece)" if preprocessor.subwords
+                       else "whole words"},
         "training": {
             **training_record(recipe, command, started, len(val_losses),
                               int(np.argmin(val_losses)) + 1),

@@ -23,7 +23,7 @@ import zoo
 import zoo.models
 from zoo import plots, training
 from zoo.data import synthetic
-from zoo.text import Vocabulary
+from zoo.text import TranslationPreprocessor, Vocabulary
 
 PRESETS = {"no attention": "lstm_seq2seq_cmn_en", "attention": "gru_bahdanau_cmn_en"}
 TEST_LENGTHS = (5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
@@ -113,7 +113,8 @@ def reversal_by_length(quick, printer):
                "batch_size": 64, "alphabet": len(synthetic.LETTERS), "models": {}}
     keras.utils.set_random_seed(0)
     for kind, model in reversal_models(len(vocabulary), quick).items():
-        model.set_vocabularies(vocabulary, vocabulary)
+        model.set_preprocessor(TranslationPreprocessor("char", "char", vocabulary, vocabulary,
+                                                       model.max_source_length, subwords=False))
         training.compile_for_training(model, learning_rate=3e-3)
         train_rng = np.random.default_rng(0)  # both models see the same strings
         for stage_longest, steps in curriculum:

@@ -8,6 +8,7 @@ import numpy as np
 from zoo.export import (TFLITE_CLASSIFIER_FORMAT, TFLITE_CONFIG_FORMAT,
                         TFLITE_LANGUAGE_MODEL_FORMAT)
 from zoo.text import codec
+from zoo.text.preprocessor import TranslationPreprocessor
 from zoo.text.vocabulary import Vocabulary
 
 
@@ -35,16 +36,16 @@ def _open(path, expected_format, num_threads):
 class TFLiteTranslator:
     """``TFLiteTranslator("DIR/NAME.tflite").translate(texts, beam_size=1) -> list[str]``.
 
-    Reads ``NAME.json`` beside the model for the languages and vocabularies, and
-    tokenizes with ``zoo.text`` -- the code that tokenized the training data.
+    Reads ``NAME.json`` beside the model for the word rules, the WordPiece settings and
+    the vocabularies, and runs them with ``zoo.text``'s preprocessor -- the code that
+    tokenized the training data.
     ``beam_size`` is 1 (the ``greedy`` signature) or the width the file was exported
     with (the ``beam`` signature). One sentence per call: the model is batch 1.
     """
 
     def __init__(self, path, num_threads=None):
         self.config, self.interpreter = _open(path, TFLITE_CONFIG_FORMAT, num_threads)
-        self.source_vocabulary = Vocabulary(self.config["source_vocabulary"])
-        self.target_vocabulary = Vocabulary(self.config["target_vocabulary"])
+        self.preprocessor = TranslationPreprocessor.from_runner_config(self.config)
         self.beam_size = self.config["beam_size"]
         self._runners = {
             1: self.interpreter.get_signature_runner("greedy"),
@@ -52,8 +53,7 @@ class TFLiteTranslator:
         }
 
     def encode(self, text):
-        return codec.encode_sources([text], self.config["source_language"],
-                                    self.source_vocabulary, self.config["max_source_length"])
+        return self.preprocessor.encode_sources([text])
 
     def translate_ids(self, source_ids, beam_size=1):
         """Output ids ``[max_output_length]`` for source ids ``[1, S]``."""
@@ -69,9 +69,8 @@ class TFLiteTranslator:
         translations = []
         for text in texts:
             source_ids = self.encode(text)
-            translations.append(codec.decode_translation(
-                source_ids[0], self.translate_ids(source_ids, beam_size),
-                self.config["target_language"], self.target_vocabulary))
+            translations.append(self.preprocessor.decode_translation(
+                source_ids[0], self.translate_ids(source_ids, beam_size)))
         return translations
 
 

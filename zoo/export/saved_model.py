@@ -11,8 +11,10 @@ and a plain ``tf.saved_model.load`` can run it without ``zoo`` installed:
 - classifier: ``serving_default(texts: string[B]) -> {"labels": string[B],
   "probabilities": float32[B, labels]}``.
 
-Tokenization uses ``zoo.text.tokenizers.tf_tokenize``, the same rules that the
-Python tokenizer runs, so a SavedModel answers exactly what the Keras model does.
+Text is processed by the models' preprocessors in graph ops (for a translator
+``zoo.text.TranslationPreprocessor.graph()``: the word rules and WordPiece), the same
+rules that the Python code runs, so a SavedModel answers exactly what the Keras
+model does.
 """
 
 from pathlib import Path
@@ -23,8 +25,9 @@ import tensorflow as tf
 from zoo.export import model_kind
 from zoo.export.graph import without_cudnn
 from zoo.text import tokenizers
+from zoo.text.preprocessor import checked_texts
 from zoo.text.codec import EMPTY_PROMPT, MAX_GENERATION_LENGTH, MAX_TEXT_LENGTH
-from zoo.text.vocabulary import END_ID, OOV_ID, PAD_ID, START_ID
+from zoo.text.vocabulary import OOV_ID, PAD_ID
 
 MAX_BEAM_SIZE = 64
 VERSION = 1
@@ -38,48 +41,12 @@ def lookup_table(tokens, default_value):
         default_value=default_value)
 
 
-def checked_texts(texts):
-    """Input strings as every runtime takes them: bytes that are not UTF-8 become U+FFFD
-    (a character no model knows), and a text over ``MAX_TEXT_LENGTH`` characters is
-    refused (InvalidArgumentError; TF Serving answers 400 with the message)."""
-    texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
-    check = tf.debugging.assert_less_equal(
-        tf.strings.length(texts, unit="UTF8_CHAR"), MAX_TEXT_LENGTH,
-        message=f"a text has more than {MAX_TEXT_LENGTH} characters (the most in every runtime)")
-    with tf.control_dependencies([check]):
-        return tf.identity(texts)
-
-
 def padded_ids(table, tokens):
     """Ragged tokens -> right-padded int32 ids ``[B, max(longest, 1)]`` (as ``pad_batch``)."""
     ids = tf.cast(tf.ragged.map_flat_values(table.lookup, tokens), tf.int32)
     ids = ids.to_tensor(default_value=PAD_ID)
     missing_column = 1 - tf.minimum(tf.shape(ids)[1], 1)  # an all-empty batch
     return tf.pad(ids, [[0, 0], [0, missing_column]])
-
-
-class GraphTextCodec:
-    """Strings <-> token ids inside a graph, with the model's tokenizers and vocabularies."""
-
-    def __init__(self, model):
-        self.model = model
-        self.source_table = lookup_table(model.source_vocabulary.tokens, OOV_ID)
-        self.target_tokens = tf.constant(model.target_vocabulary.tokens)
-
-    def encode(self, texts):
-        """Right-padded source ids ``[B, max(longest, 1)]``, as ``model.encode_source``."""
-        tokens = tokenizers.tf_tokenize(checked_texts(texts), self.model.source_language)
-        return padded_ids(self.source_table, tokens[:, : self.model.max_source_length])
-
-    def decode(self, source_ids, ids):
-        """Detokenized text per row of ``ids``: up to the first ``[END]``, without pads;
-        empty for a source without a known token (as ``zoo.text.codec.decode_translation``)."""
-        after_end = tf.cumsum(tf.cast(tf.equal(ids, END_ID), tf.int32), axis=1) > 0
-        keep = ~after_end & tf.not_equal(ids, PAD_ID) & tf.not_equal(ids, START_ID)
-        tokens = tf.where(keep, tf.gather(self.target_tokens, ids), "")
-        texts = tokenizers.tf_detokenize(tokens, self.model.target_language)
-        known = tf.not_equal(source_ids, PAD_ID) & tf.not_equal(source_ids, OOV_ID)
-        return tf.where(tf.reduce_any(known, axis=1), texts, "")
 
 
 def _serving_functions(model, codec):
@@ -110,11 +77,10 @@ def _serving_functions(model, codec):
 
 def _translation_endpoints(model):
     """``serving_default(texts)`` and ``translate_beam(texts, beam_size)``."""
-    model._require_vocabularies()
-    codec = GraphTextCodec(model)
+    codec = model._require_preprocessor().graph()
     serving_default, translate_beam = _serving_functions(model, codec)
     texts = tf.TensorSpec([None], tf.string, name="texts")
-    return [codec.source_table], {
+    return codec.resources, {
         "serving_default": (serving_default, [texts]),
         "translate_beam": (translate_beam, [texts, tf.TensorSpec([], tf.int32, name="beam_size")]),
     }

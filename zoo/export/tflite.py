@@ -33,7 +33,6 @@ from zoo.export import (QUANTIZATIONS, TFLITE_CLASSIFIER_FORMAT, TFLITE_CONFIG_F
 from zoo.export.graph import without_cudnn
 from zoo.text import tokenizers
 from zoo.text.codec import MAX_TEXT_LENGTH
-from zoo.text.vocabulary import END_ID, OOV_ID, PAD_ID, START_ID
 
 SIGNATURES = ("greedy", "beam")
 
@@ -46,7 +45,7 @@ def _frozen(function):
 
 def _translation_module(model, beam_size):
     """Signatures ``greedy`` and ``beam``: source ids in, token ids out (frozen decoders)."""
-    model._require_vocabularies()
+    model._require_preprocessor()
     source_ids = tf.TensorSpec([1, None], tf.int32, name="source_ids")
     greedy = _frozen(tf.function(
         lambda ids: model.generate_ids(ids)[0], input_signature=[source_ids], autograph=False))
@@ -145,20 +144,13 @@ def runner_config(model, beam_size, quantize):
         }
     return {
         "format": TFLITE_CONFIG_FORMAT,
-        "source_language": model.source_language,
-        "target_language": model.target_language,
-        "max_source_length": model.max_source_length,
         "max_output_length": model.max_output_length,
         "beam_size": beam_size,
         "quantize": quantize,
         "max_text_length": MAX_TEXT_LENGTH,
         "signatures": {"greedy": "greedy", "beam": "beam", "input": "source_ids",
                        "output": "tokens"},
-        "special_ids": {"pad": PAD_ID, "unknown": OOV_ID, "start": START_ID, "end": END_ID},
-        "tokenize_rules": tokenizers.RULES[model.source_language],
-        "detokenize_rules": tokenizers.DETOKENIZE_RULES[model.target_language],
-        "source_vocabulary": model.source_vocabulary.tokens,
-        "target_vocabulary": model.target_vocabulary.tokens,
+        **model._require_preprocessor().runner_config(),
     }
 
 

@@ -25,15 +25,13 @@ from keras.src import backend
 import zoo.layers
 from zoo import decoding
 from zoo.text import codec, tokenizers
-from zoo.text.vocabulary import END_ID, PAD_ID, START_ID, Vocabulary, pad_batch
+from zoo.text.preprocessor import TranslationPreprocessor
+from zoo.text.vocabulary import PAD_ID
 
 # ``translate`` may be called from many threads: the searches run as tf.functions,
 # which TensorFlow runs concurrently; this lock keeps two threads from tracing the
 # same search twice when they both find it missing from the cache.
 _TRACING = threading.Lock()
-
-SOURCE_VOCABULARY_FILE = "source_vocabulary.txt"
-TARGET_VOCABULARY_FILE = "target_vocabulary.txt"
 
 
 class Seq2Seq(keras.Model):
@@ -69,8 +67,7 @@ class Seq2Seq(keras.Model):
         self.max_source_length = max_source_length
         self.max_output_length = max_output_length
         self.length_penalty = length_penalty
-        self.source_vocabulary = None
-        self.target_vocabulary = None
+        self.preprocessor = None
 
         self.source_embedding = keras.layers.Embedding(
             source_vocabulary_size, embedding_dim, mask_zero=True, name="source_embedding"
@@ -120,57 +117,35 @@ class Seq2Seq(keras.Model):
         model.build()
         return model
 
-    # -- vocabularies (preset assets) ----------------------------------------------------
-    def set_vocabularies(self, source, target):
+    # -- the text pipeline (preset assets) -------------------------------------------
+    def set_preprocessor(self, preprocessor):
+        """Attach the ``zoo.text.TranslationPreprocessor`` whose vocabularies the
+        embeddings were built for."""
         for name, vocabulary, size in (
-            ("source", source, self.source_vocabulary_size),
-            ("target", target, self.target_vocabulary_size),
+            ("source", preprocessor.source_vocabulary, self.source_vocabulary_size),
+            ("target", preprocessor.target_vocabulary, self.target_vocabulary_size),
         ):
             if len(vocabulary) != size:
                 raise ValueError(
                     f"The {name} vocabulary has {len(vocabulary)} tokens but the model was "
                     f"built for {size}."
                 )
-        self.source_vocabulary, self.target_vocabulary = source, target
+        self.preprocessor = preprocessor
 
     def save_assets(self, directory):
-        self._require_vocabularies()
-        self.source_vocabulary.save(f"{directory}/{SOURCE_VOCABULARY_FILE}")
-        self.target_vocabulary.save(f"{directory}/{TARGET_VOCABULARY_FILE}")
+        self._require_preprocessor().save(directory)
 
     def load_assets(self, directory):
-        self.set_vocabularies(
-            Vocabulary.load(f"{directory}/{SOURCE_VOCABULARY_FILE}"),
-            Vocabulary.load(f"{directory}/{TARGET_VOCABULARY_FILE}"),
-        )
+        self.set_preprocessor(TranslationPreprocessor.load(
+            directory, source_language=self.source_language,
+            target_language=self.target_language, max_source_length=self.max_source_length))
 
-    def _require_vocabularies(self):
-        if self.source_vocabulary is None or self.target_vocabulary is None:
+    def _require_preprocessor(self):
+        if self.preprocessor is None:
             raise ValueError(
-                "This model has no vocabularies; call set_vocabularies() or load a preset."
+                "This model has no vocabularies; call set_preprocessor() or load a preset."
             )
-
-    # -- text <-> ids ------------------------------------------------------------------------
-    def source_tokens(self, text):
-        return codec.source_tokens(text, self.source_language, self.max_source_length)
-
-    def encode_source(self, texts):
-        """Padded source ids ``[batch, longest]`` (int32) for a list of strings."""
-        self._require_vocabularies()
-        return codec.encode_sources(texts, self.source_language, self.source_vocabulary,
-                                    self.max_source_length)
-
-    def encode_target(self, texts):
-        """(decoder inputs ``[START] y``, decoder targets ``y [END]``), padded, int32."""
-        self._require_vocabularies()
-        rows = [
-            self.target_vocabulary.encode(tokenizers.tokenize(t, self.target_language))
-            for t in texts
-        ]
-        return pad_batch([[START_ID] + r for r in rows]), pad_batch([r + [END_ID] for r in rows])
-
-    def decode_target(self, ids):
-        return codec.decode_target(ids, self.target_language, self.target_vocabulary)
+        return self.preprocessor
 
     # -- the network -----------------------------------------------------------------------
     def logits(self, features, training=False, output_kernel=None):
@@ -289,12 +264,13 @@ class Seq2Seq(keras.Model):
                 continue  # the model's max_output_length
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer; received {value!r}.")
+        preprocessor = self._require_preprocessor()
         search = self._search(beam_size, max_length or self.max_output_length, return_attention)
         # Similar lengths together: less padding, and the batch stops sooner.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            source_ids = self.encode_source([texts[i] for i in chunk])
+            source_ids = preprocessor.encode_sources([texts[i] for i in chunk])
             tokens, attention = search(tf.constant(source_ids))
             tokens = tokens.numpy()
             attention = None if attention is None else attention.numpy()
@@ -302,16 +278,19 @@ class Seq2Seq(keras.Model):
                 yield index, tokens[row], None if attention is None else attention[row], source_ids[row]
 
     def translate(self, texts, beam_size=1, max_length=None, return_attention=False,
-                  batch_size=64):
+                  batch_size=64, attention_level="word"):
         """Translate a list of strings.
 
         Args:
             texts: list of strings (a single string is treated as a list of one).
             beam_size: 1 for greedy search, more for beam search.
-            max_length: most tokens to produce (default ``max_output_length``).
-            return_attention: also return, per text, an array
-                ``(target_tokens, source_tokens)`` of attention weights (the produced
-                tokens, without ``[END]``, against the source tokens).
+            max_length: most pieces to produce (default ``max_output_length``).
+            return_attention: also return, per text, an array of attention weights
+                ``(produced words, source words)``, words as ``zoo.text.tokenize``
+                splits them: the weights of a source word's pieces summed, the rows of
+                a produced word's pieces averaged.
+            attention_level: ``"word"``, or ``"piece"`` for the weights the decoder
+                computed, ``(produced pieces, source pieces)``.
 
         Returns:
             ``list[str]``, or ``(list[str], list[np.ndarray])`` with ``return_attention``.
@@ -320,31 +299,37 @@ class Seq2Seq(keras.Model):
         sequential calls give).
         """
         texts = codec.text_list(texts)
-        if return_attention and not self.has_attention:
+        if return_attention:
+            self._check_attention_level(attention_level)
+        translations, attentions = [None] * len(texts), [None] * len(texts)
+        for index, ids, attention, source_ids in self._decode(texts, beam_size, max_length,
+                                                               batch_size, return_attention):
+            translations[index] = self.preprocessor.decode_translation(source_ids, ids)
+            if return_attention:
+                if not translations[index]:
+                    ids = ids[:0]  # nothing was translated: no rows
+                alignment = self.preprocessor.alignment(texts[index], ids, attention, attention_level)
+                attentions[index] = alignment.weights
+        return (translations, attentions) if return_attention else translations
+
+    def align(self, text, beam_size=1, max_length=None, attention_level="word"):
+        """A ``zoo.text.Alignment`` (source units, produced units, weights
+        ``[produced, source]``) for one text, at word or piece level."""
+        self._check_attention_level(attention_level)
+        if not self._require_preprocessor().source_pieces(text):
+            raise ValueError(f"Nothing to align: {text!r} has no tokens.")
+        ((_, ids, attention, _),) = self._decode([text], beam_size, max_length, 1, True)
+        return self.preprocessor.alignment(text, ids, attention, attention_level)
+
+    def _check_attention_level(self, attention_level):
+        if not self.has_attention:
             raise ValueError(
                 f"{type(self).__name__} has no attention (the decoder sees only the "
                 "encoder's final state)."
             )
-        translations, attentions = [None] * len(texts), [None] * len(texts)
-        for index, ids, attention, source_ids in self._decode(texts, beam_size, max_length,
-                                                               batch_size, return_attention):
-            translations[index] = codec.decode_translation(
-                source_ids, ids, self.target_language, self.target_vocabulary)
-            if return_attention:
-                produced = len(self.target_vocabulary.decode(ids)) if translations[index] else 0
-                attentions[index] = attention[:produced, : int(np.count_nonzero(source_ids))]
-        return (translations, attentions) if return_attention else translations
-
-    def align(self, text, beam_size=1, max_length=None):
-        """``(source tokens, translated tokens, attention [target, source])`` for one text."""
-        if not self.has_attention:
-            raise ValueError(f"{type(self).__name__} has no attention to show.")
-        if not self.source_tokens(text):
-            raise ValueError(f"Nothing to align: {text!r} has no tokens.")
-        ((_, ids, attention, _),) = self._decode([text], beam_size, max_length, 1, True)
-        source_tokens = self.source_tokens(text)
-        target_tokens = self.target_vocabulary.decode(ids)
-        return source_tokens, target_tokens, attention[: len(target_tokens), : len(source_tokens)]
+        if attention_level not in ("word", "piece"):
+            raise ValueError(f"attention_level must be 'word' or 'piece'; received "
+                             f"{attention_level!r}.")
 
 
 @keras.saving.register_keras_serializable(package="zoo")

@@ -1,15 +1,14 @@
 """Text <-> token ids for the zoo's models, in plain Python.
 
-The one place that says how a source sentence becomes ids (tokenize, cut to the
-model's maximum, look up, right-pad) and how output ids become text; used by the
-Keras models and by the TFLite runners, which have no TensorFlow. The SavedModels do
-the same in graph ops (``zoo.export.saved_model``).
+What every runtime checks of its input text, and how a classifier's and a language
+model's text becomes ids; used by the Keras models and by the TFLite runners, which
+have no TensorFlow. (Translation: ``zoo.text.preprocessor``.)
 """
 
 import math
 
-from zoo.text.tokenizers import detokenize, tokenize
-from zoo.text.vocabulary import OOV_ID, PAD_ID, pad_batch
+from zoo.text.tokenizers import tokenize
+from zoo.text.vocabulary import OOV_ID, pad_batch
 
 # The longest input text (a sentence, a review, a prompt) in characters (Unicode code
 # points), in every runtime: Python, the TFLite runners and the SavedModel signatures.
@@ -52,29 +51,6 @@ def prompt_text(prompt):
         raise TypeError(f"prompt must be a string; received {type(prompt).__name__}: "
                         f"{prompt!r:.60}.")
     return check_text_length(prompt) or EMPTY_PROMPT
-
-
-def source_tokens(text, language, max_length):
-    return tokenize(text, language)[:max_length]
-
-
-def encode_sources(texts, language, vocabulary, max_length):
-    """Right-padded source ids ``[batch, longest]`` (int32, at least one column)."""
-    return pad_batch([vocabulary.encode(source_tokens(t, language, max_length)) for t in texts])
-
-
-def decode_target(ids, language, vocabulary):
-    """Readable text for output ids: up to ``[END]``, without pads."""
-    return detokenize(vocabulary.decode(ids), language)
-
-
-def decode_translation(source_ids, ids, language, vocabulary):
-    """The translation of one source row: a source without a known token (an empty or
-    blank text, or only words and characters the model never saw) translates to the
-    empty string instead of whatever the decoder would make up."""
-    if not any(int(i) not in (PAD_ID, OOV_ID) for i in source_ids):
-        return ""
-    return decode_target(ids, language, vocabulary)
 
 
 def classifier_tokens(text, language, lowercase, max_length):

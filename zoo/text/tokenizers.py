@@ -101,32 +101,44 @@ _COMPILED_DETOKENIZE = {
 def tokenize(text, language):
     """Split one string into tokens (plain Python)."""
     _check_language(language)
-    for pattern, replacement in _COMPILED[language]:
-        text = pattern.sub(replacement, text)
-    return [token for token in text.split(" ") if token]
+    return split_with_rules(text, _COMPILED[language])
 
 
 def detokenize(tokens, language):
     """Join tokens into readable text (plain Python)."""
     _check_language(language)
+    return join_with_rules(tokens, _COMPILED_DETOKENIZE[language])
+
+
+def split_with_rules(text, rules):
+    """``tokenize`` with the rules given as data (``(pattern, replacement)`` pairs, e.g.
+    read from a runner's ``NAME.json``)."""
+    for pattern, replacement in rules:
+        text = re.sub(pattern, replacement, text)
+    return [token for token in text.split(" ") if token]
+
+
+def join_with_rules(tokens, rules):
+    """``detokenize`` with the rules given as data."""
     text = " ".join(tokens)
-    for pattern, replacement in _COMPILED_DETOKENIZE[language]:
-        text = pattern.sub(replacement, text)
+    for pattern, replacement in rules:
+        text = re.sub(pattern, replacement, text)
     return text
 
 
-def tf_tokenize(texts, language):
-    """Tokenize a 1-D string tensor inside a graph: a ``tf.RaggedTensor`` of tokens."""
+def tf_tokenize(texts, language, rules=None):
+    """Tokenize a 1-D string tensor inside a graph: a ``tf.RaggedTensor`` of tokens
+    (``rules``: the language's rules given as data instead)."""
     import tensorflow as tf
 
     _check_language(language)
-    for pattern, replacement in RULES[language]:
+    for pattern, replacement in rules or RULES[language]:
         texts = tf.strings.regex_replace(texts, pattern, replacement)
     tokens = tf.strings.split(texts, sep=" ")
     return tf.ragged.boolean_mask(tokens, tf.strings.length(tokens) > 0)
 
 
-def tf_detokenize(tokens, language):
+def tf_detokenize(tokens, language, rules=None):
     """Join a ragged (or dense, with empty strings as padding) string tensor of tokens."""
     import tensorflow as tf
 
@@ -136,6 +148,6 @@ def tf_detokenize(tokens, language):
     else:
         tokens = tf.ragged.boolean_mask(tokens, tf.strings.length(tokens) > 0)
         texts = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
-    for pattern, replacement in DETOKENIZE_RULES[language]:
+    for pattern, replacement in rules or DETOKENIZE_RULES[language]:
         texts = tf.strings.regex_replace(texts, pattern, replacement)
     return texts

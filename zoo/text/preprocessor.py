@@ -1,0 +1,297 @@
+"""Preprocessors: everything between text and token ids, apart from the networks.
+
+As in keras-hub's Preprocessor / Backbone / Task split, a preprocessor owns the
+tokenizer rules, the vocabularies (stored as preset assets) and the way text becomes
+ids and ids become text -- in plain Python (training, ``model.translate``, the LiteRT
+runner, which has no TensorFlow), inside a TensorFlow graph with core ops only (the
+SavedModel), and as data (``runner_config``, written beside a ``.tflite`` so that an
+app can implement it). The networks see ids only.
+
+A translation preprocessor splits text into words with the language's rules
+(``zoo.text.tokenizers``), then words into WordPiece pieces (``zoo.text.wordpiece``).
+Presets trained before subwords keep whole-word vocabularies (``subwords=False``):
+every word is then one piece.
+"""
+
+import json
+import typing
+from pathlib import Path
+
+import numpy as np
+
+from zoo.text import codec, tokenizers, wordpiece
+from zoo.text.vocabulary import (END_ID, OOV, OOV_ID, PAD_ID, SPECIAL_TOKENS, START_ID,
+                                 Vocabulary, pad_batch)
+
+SOURCE_VOCABULARY_FILE = "source_vocabulary.txt"
+TARGET_VOCABULARY_FILE = "target_vocabulary.txt"
+CONFIG_FILE = "preprocessor.json"
+
+
+class Alignment(typing.NamedTuple):
+    """Attention between a source text and its translation: ``weights[i, j]`` is how
+    much the ``i``-th produced unit (word or piece) looked at the ``j``-th source unit."""
+
+    source: list
+    produced: list
+    weights: np.ndarray
+
+
+class TranslationPreprocessor:
+    """Source text -> source ids, target text -> decoder ids, output ids -> text.
+
+    Args:
+        source_language, target_language: keys of ``zoo.text.LANGUAGES``.
+        source_vocabulary, target_vocabulary: ``Vocabulary`` objects of pieces (of
+            words when ``subwords`` is False).
+        max_source_length: longer sources are cut to this many pieces.
+        subwords: split words into WordPiece pieces.
+        tokenize_rules, detokenize_rules: the source language's word rules and the
+            target language's joining rules, when given as data.
+    """
+
+    def __init__(self, source_language, target_language, source_vocabulary, target_vocabulary,
+                 max_source_length=64, subwords=True, tokenize_rules=None,
+                 detokenize_rules=None):
+        for language in (source_language, target_language):
+            tokenizers._check_language(language)
+        # The languages' rules, unless given as data (a runner reads them from NAME.json).
+        self.tokenize_rules = tokenize_rules or tokenizers.RULES[source_language]
+        self.detokenize_rules = detokenize_rules or tokenizers.DETOKENIZE_RULES[target_language]
+        self.source_language = source_language
+        self.target_language = target_language
+        self.source_vocabulary = source_vocabulary
+        self.target_vocabulary = target_vocabulary
+        self.max_source_length = max_source_length
+        self.subwords = subwords
+
+    # -- learning the vocabularies ------------------------------------------------------
+    @classmethod
+    def train(cls, sources, targets, source_language, target_language, source_size,
+              target_size, max_source_length=64):
+        """Piece vocabularies learned from training pairs only (``wordpiece.train_pieces``)."""
+        vocabularies = [
+            Vocabulary(wordpiece.train_pieces(
+                [tokenizers.tokenize(text, language) for text in texts], size, SPECIAL_TOKENS,
+                single_characters=single_characters(texts, language)))
+            for texts, language, size in ((sources, source_language, source_size),
+                                          (targets, target_language, target_size))
+        ]
+        return cls(source_language, target_language, *vocabularies, max_source_length)
+
+    # -- plain Python --------------------------------------------------------------------
+    def source_words(self, text):
+        """Words as ``zoo.text.tokenize`` splits them (what attention is shown over)."""
+        return tokenizers.split_with_rules(text, self.tokenize_rules)
+
+    def pieces(self, words, vocabulary):
+        if not self.subwords:
+            return list(words)
+        return wordpiece.split_words(words, vocabulary._ids, OOV)
+
+    def source_pieces(self, text):
+        """The pieces the encoder reads, cut to ``max_source_length``."""
+        return self.pieces(self.source_words(text), self.source_vocabulary)[: self.max_source_length]
+
+    def target_pieces(self, text):
+        """The pieces of a reference translation (training)."""
+        return self.pieces(tokenizers.tokenize(text, self.target_language), self.target_vocabulary)
+
+    def encode_sources(self, texts):
+        """Right-padded source ids ``[batch, longest]`` (int32, at least one column)."""
+        return pad_batch([self.source_vocabulary.encode(self.source_pieces(t)) for t in texts])
+
+    def source_rows(self, texts):
+        return [self.source_vocabulary.encode(self.source_pieces(t)) for t in texts]
+
+    def target_rows(self, texts):
+        return [self.target_vocabulary.encode(self.target_pieces(t)) for t in texts]
+
+    def encode_targets(self, texts):
+        """(decoder inputs ``[START] y``, decoder targets ``y [END]``), padded, int32."""
+        rows = self.target_rows(texts)
+        return pad_batch([[START_ID] + r for r in rows]), pad_batch([r + [END_ID] for r in rows])
+
+    def output_pieces(self, ids):
+        """The produced pieces: up to ``[END]``, without pads."""
+        return self.target_vocabulary.decode(ids)
+
+    def output_words(self, ids):
+        pieces = self.output_pieces(ids)
+        return wordpiece.join_pieces(pieces) if self.subwords else pieces
+
+    def decode_target(self, ids):
+        """Readable text for output ids."""
+        return tokenizers.join_with_rules(self.output_words(ids), self.detokenize_rules)
+
+    def decode_translation(self, source_ids, ids):
+        """The translation of one source row: a source without a known piece (an empty
+        or blank text, or only characters the model never saw) translates to the empty
+        string instead of whatever the decoder would make up."""
+        if not any(int(i) not in (PAD_ID, OOV_ID) for i in source_ids):
+            return ""
+        return self.decode_target(ids)
+
+    def alignment(self, text, ids, weights, level="word"):
+        """An ``Alignment`` of a source text and the output ``ids`` decoded from it, with
+        the decoder's attention ``weights`` ``[output steps, source pieces]``; at word
+        level a source word's columns are summed and a produced word's rows averaged."""
+        source_pieces, produced_pieces = self.source_pieces(text), self.output_pieces(ids)
+        weights = np.asarray(weights)[: len(produced_pieces), : len(source_pieces)]
+        if level == "piece":
+            return Alignment(source_pieces, produced_pieces, weights)
+        source_words = self.source_words(text)
+        source_index = [word for word, count in enumerate(
+            len(self.pieces([w], self.source_vocabulary)) for w in source_words)
+            for _ in range(count)][: len(source_pieces)]
+        produced_index = (wordpiece.word_indices(produced_pieces) if self.subwords
+                          else list(range(len(produced_pieces))))
+        produced_words = self.output_words(ids)
+        columns = np.zeros((len(source_pieces), len(source_words)))
+        columns[np.arange(len(source_pieces)), source_index] = 1
+        rows = np.zeros((len(produced_words), len(produced_pieces)))
+        rows[produced_index, np.arange(len(produced_pieces))] = 1
+        rows /= np.maximum(rows.sum(axis=1, keepdims=True), 1)
+        return Alignment(source_words, produced_words, rows @ weights @ columns)
+
+    # -- assets and the runner's config -------------------------------------------------------
+    def save(self, directory):
+        directory = Path(directory)
+        self.source_vocabulary.save(directory / SOURCE_VOCABULARY_FILE)
+        self.target_vocabulary.save(directory / TARGET_VOCABULARY_FILE)
+        (directory / CONFIG_FILE).write_text(json.dumps(self.get_config(), indent=1) + "\n",
+                                             encoding="utf-8")
+
+    def get_config(self):
+        return {"source_language": self.source_language, "target_language": self.target_language,
+                "max_source_length": self.max_source_length, "subwords": self.subwords}
+
+    @classmethod
+    def load(cls, directory, **defaults):
+        """From preset assets; ``defaults`` for presets written before ``preprocessor.json``
+        (whole-word vocabularies, the languages from the model's config)."""
+        directory = Path(directory)
+        config = {"subwords": False, **defaults}
+        if (directory / CONFIG_FILE).is_file():
+            config.update(json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8")))
+        return cls(source_vocabulary=Vocabulary.load(directory / SOURCE_VOCABULARY_FILE),
+                   target_vocabulary=Vocabulary.load(directory / TARGET_VOCABULARY_FILE), **config)
+
+    def runner_config(self):
+        """The tokenization as data, for ``NAME.json`` beside a ``.tflite``: with it and
+        the rules of ``zoo.text.tokenizers`` documented there, an app needs nothing else."""
+        return {
+            "source_language": self.source_language,
+            "target_language": self.target_language,
+            "max_source_length": self.max_source_length,
+            "special_ids": {"pad": PAD_ID, "unknown": OOV_ID, "start": START_ID, "end": END_ID},
+            "tokenize_rules": self.tokenize_rules,
+            "detokenize_rules": self.detokenize_rules,
+            "wordpiece": ({"continuation_prefix": wordpiece.CONTINUATION,
+                           "max_word_characters": wordpiece.MAX_WORD_CHARACTERS}
+                          if self.subwords else None),
+            "source_vocabulary": self.source_vocabulary.tokens,
+            "target_vocabulary": self.target_vocabulary.tokens,
+        }
+
+    @classmethod
+    def from_runner_config(cls, config):
+        return cls(config["source_language"], config["target_language"],
+                   Vocabulary(config["source_vocabulary"]), Vocabulary(config["target_vocabulary"]),
+                   config["max_source_length"], subwords=config.get("wordpiece") is not None,
+                   tokenize_rules=config["tokenize_rules"],
+                   detokenize_rules=config["detokenize_rules"])
+
+    # -- inside a TensorFlow graph ----------------------------------------------------------
+    def graph(self):
+        """The same encoding and decoding in graph ops (``GraphTranslationPreprocessor``)."""
+        return GraphTranslationPreprocessor(self)
+
+
+def single_characters(texts, language):
+    """Characters that the word rules of ``language`` only ever leave alone in ``texts``
+    (Han characters, full-width punctuation in Chinese): a word start is all they need.
+    In languages written with spaces, every character is also a continuation piece."""
+    if language != "zh":
+        return set()
+    alone, inside = set(), set()
+    for text in texts:
+        for word in tokenizers.tokenize(text, language):
+            (alone if len(word) == 1 else inside).update(word)
+    return alone - inside
+
+
+class GraphTranslationPreprocessor:
+    """``TranslationPreprocessor`` in core TensorFlow ops (regex rewrites, string split,
+    hash-table lookups, a while loop): stock TF Serving runs it."""
+
+    def __init__(self, preprocessor):
+        import tensorflow as tf
+
+        self.preprocessor = preprocessor
+        tokens = preprocessor.source_vocabulary.tokens
+        self.source_table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(tf.constant(tokens),
+                                                tf.range(len(tokens), dtype=tf.int64)), -1)
+        self.target_tokens = tf.constant(preprocessor.target_vocabulary.tokens)
+        self.longest_piece = max(len(t.removeprefix(wordpiece.CONTINUATION))
+                                 for t in tokens[len(SPECIAL_TOKENS):])
+
+    @property
+    def resources(self):
+        return [self.source_table]
+
+    def encode(self, texts):
+        """Right-padded source ids ``[B, max(longest, 1)]``, as ``encode_sources``."""
+        import tensorflow as tf
+
+        texts = checked_texts(texts)
+        words = tokenizers.tf_tokenize(texts, self.preprocessor.source_language,
+                                       self.preprocessor.tokenize_rules)
+        if self.preprocessor.subwords:
+            ids = wordpiece.tf_split_words(words, self.source_table, OOV_ID, self.longest_piece)
+        else:
+            ids = tf.cast(tf.ragged.map_flat_values(self.source_table.lookup, words), tf.int32)
+            ids = tf.ragged.map_flat_values(lambda i: tf.where(i < 0, OOV_ID, i), ids)
+        ids = ids[:, : self.preprocessor.max_source_length].to_tensor(default_value=PAD_ID)
+        missing_column = 1 - tf.minimum(tf.shape(ids)[1], 1)  # an all-empty batch
+        return tf.pad(ids, [[0, 0], [0, missing_column]])
+
+    def decode(self, source_ids, ids):
+        """Text per row of ``ids`` (as ``decode_translation``): up to the first ``[END]``,
+        without pads, pieces joined into words; empty for a source without a known piece."""
+        import tensorflow as tf
+
+        after_end = tf.cumsum(tf.cast(tf.equal(ids, END_ID), tf.int32), axis=1) > 0
+        keep = ~after_end & tf.not_equal(ids, PAD_ID) & tf.not_equal(ids, START_ID)
+        pieces = tf.ragged.boolean_mask(tf.gather(self.target_tokens, ids), keep)
+        if self.preprocessor.subwords:
+            texts = tf.strings.reduce_join(pieces, axis=-1, separator=" ")
+            texts = tf.strings.regex_replace(texts, TF_JOIN_PATTERN, r"\1")
+            words = tf.strings.split(texts, sep=" ")
+        else:
+            words = pieces
+        texts = tokenizers.tf_detokenize(words, self.preprocessor.target_language,
+                                         self.preprocessor.detokenize_rules)
+        known = tf.not_equal(source_ids, PAD_ID) & tf.not_equal(source_ids, OOV_ID)
+        return tf.where(tf.reduce_any(known, axis=1), texts, "")
+
+
+# ``wordpiece.join_pieces`` on pieces joined by spaces: a continuation piece (the prefix
+# and at least one character) loses its prefix and the space before it.
+TF_JOIN_PATTERN = f"(?:^| ){wordpiece.CONTINUATION}([^ ])"
+
+
+def checked_texts(texts):
+    """Input strings as every runtime takes them: bytes that are not UTF-8 become U+FFFD
+    (a character no model knows), and a text over ``MAX_TEXT_LENGTH`` characters is
+    refused (InvalidArgumentError; TF Serving answers 400 with the message)."""
+    import tensorflow as tf
+
+    texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
+    check = tf.debugging.assert_less_equal(
+        tf.strings.length(texts, unit="UTF8_CHAR"), codec.MAX_TEXT_LENGTH,
+        message=f"a text has more than {codec.MAX_TEXT_LENGTH} characters (the most in every "
+                "runtime)")
+    with tf.control_dependencies([check]):
+        return tf.identity(texts)
