@@ -386,10 +386,16 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse(argv)
     args.argv = argv
-    if args.command not in _COMMANDS_WITHOUT_TENSORFLOW:
-        from zoo._startup import import_tensorflow_quietly
+    if args.command in _COMMANDS_WITHOUT_TENSORFLOW:
+        return _run(args)
+    from zoo._startup import STARTUP_NOISE, import_tensorflow_quietly, live_stderr_without
 
+    with live_stderr_without(STARTUP_NOISE):
         import_tensorflow_quietly()
+        return _run(args)
+
+
+def _run(args):
     from zoo.presets import PresetError
 
     try:
