@@ -30,8 +30,8 @@ with options.scope():
     model = training_lm.build_model(RECIPE, characters)
     model.compile(optimizer=keras.optimizers.Adam(0.01),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-train_data = training_lm.windows(model.encode(splits["train"]), 32, 8, shuffle=True)
-validation_data = training_lm.windows(model.encode(splits["validation"]), 32, 8, shuffle=False)
+train_data = training_lm.windows(model.preprocessor.encode(splits["train"]), 32, 8, shuffle=True)
+validation_data = training_lm.windows(model.preprocessor.encode(splits["validation"]), 32, 8, shuffle=False)
 history = training_loop.fit(model, train_data, 2, validation_data.dataset(), options=options)
 
 replicas = [getattr(v, "values", (v,)) for v in model.trainable_variables]

@@ -12,6 +12,7 @@ from zoo.cli import main
 from zoo.export import TFLiteClassifier, TFLiteLanguageModel, TFLiteTranslator
 from zoo.models import CharLanguageModel, TextClassifier
 from zoo.text import Vocabulary
+from zoo.text.preprocessor import CharacterPreprocessor, ClassifierPreprocessor
 from zoo.text.codec import MAX_TEXT_LENGTH
 
 from conftest import SOURCES
@@ -110,7 +111,7 @@ def generators(tmp_path_factory):
     tf.keras.utils.set_random_seed(0)
     model = CharLanguageModel(len(CHARACTERS), cell="gru", embedding_dim=8, units=16)
     model.build()
-    model.set_characters(CHARACTERS)
+    model.set_preprocessor(CharacterPreprocessor(CHARACTERS))
     folder = tmp_path_factory.mktemp("bad_input_lm")
     saved = tf.saved_model.load(str(export.export(model, "saved_model", folder, name="lm")))
     tflite = TFLiteLanguageModel(export.export(model, "tflite", folder, name="lm"))
@@ -161,11 +162,10 @@ def test_a_prompt_too_long_or_not_a_string_is_refused(generators):
 @pytest.fixture(scope="module")
 def classifiers(tmp_path_factory):
     tf.keras.utils.set_random_seed(0)
-    probe = TextClassifier(1)
-    vocabulary = Vocabulary.build([probe.tokens("a good film , a bad film")], min_count=1)
-    model = TextClassifier(len(vocabulary), embedding_dim=8, units=8, dropout=0.0)
+    preprocessor = ClassifierPreprocessor.train(["a good film , a bad film"])
+    model = TextClassifier(len(preprocessor.vocabulary), embedding_dim=8, units=8, dropout=0.0)
     model.build()
-    model.set_vocabulary(vocabulary)
+    model.set_preprocessor(preprocessor)
     folder = tmp_path_factory.mktemp("bad_input_classifier")
     saved = tf.saved_model.load(str(export.export(model, "saved_model", folder, name="sst")))
     tflite = TFLiteClassifier(export.export(model, "tflite", folder, name="sst"))

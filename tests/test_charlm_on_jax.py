@@ -71,7 +71,7 @@ def test_train_then_ship_writes_a_preset_of_the_trained_weights(tmp_path):
                         "--note", "the only variant"])
     preset = zoo.load(str(tmp_path / "preset"))
     text = shakespeare.split(shakespeare.load())["test"][:200]
-    ids = np.asarray([preset.encode(text)])
+    ids = np.asarray([preset.preprocessor.encode(text)])
     np.testing.assert_allclose(np.asarray(preset(ids)), np.asarray(network(ids)), atol=1e-5)
     metadata = json.loads((tmp_path / "preset" / "metadata.json").read_text())
     assert metadata["training"]["epochs_run"] == 2

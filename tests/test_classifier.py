@@ -17,6 +17,7 @@ from conftest import builtin_only, tflite_operators
 from zoo.data import sst2
 from zoo.models import TextClassifier
 from zoo.text import Vocabulary
+from zoo.text.preprocessor import CharacterPreprocessor, ClassifierPreprocessor
 
 REVIEWS = [("a wonderful , moving film", 1), ("charming and funny", 1),
            ("the best film of the year", 1), ("i loved it", 1),
@@ -25,11 +26,10 @@ REVIEWS = [("a wonderful , moving film", 1), ("charming and funny", 1),
 
 
 def tiny_classifier():
-    probe = TextClassifier(1)
-    vocabulary = Vocabulary.build([probe.tokens(t) for t, _ in REVIEWS], min_count=1)
-    model = TextClassifier(len(vocabulary), embedding_dim=8, units=8, dropout=0.0)
+    preprocessor = ClassifierPreprocessor.train([t for t, _ in REVIEWS])
+    model = TextClassifier(len(preprocessor.vocabulary), embedding_dim=8, units=8, dropout=0.0)
     model.build()
-    model.set_vocabulary(vocabulary)
+    model.set_preprocessor(preprocessor)
     return model
 
 
@@ -39,14 +39,15 @@ def fitted():
     model = tiny_classifier()
     model.compile(optimizer=keras.optimizers.Adam(0.05),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    model.fit(model.encode([t for t, _ in REVIEWS]), np.array([y for _, y in REVIEWS]),
+    model.fit(model.preprocessor.encode([t for t, _ in REVIEWS]), np.array([y for _, y in REVIEWS]),
               epochs=60, verbose=0)
     return model
 
 
 def test_text_is_lower_cased_and_split_as_sst2_writes_it():
-    model = TextClassifier(1)
-    assert model.tokens("It's GREAT, isn't it?") == ["it", "'s", "great", ",", "is", "n't", "it", "?"]
+    preprocessor = ClassifierPreprocessor(Vocabulary([]))
+    assert preprocessor.words("It's GREAT, isn't it?") == [
+        "it", "'s", "great", ",", "is", "n't", "it", "?"]
 
 
 def test_a_fitted_classifier_labels_reviews(fitted):

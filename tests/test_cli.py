@@ -128,6 +128,7 @@ def test_evaluate_json_last_line(toy_preset, tmp_path):
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["metric"] == "bleu" and report["examples"] == 2
     assert report["value"] == 100.0 and report["chrf"] == 100.0
+    assert report["unknown_outputs"] == 0
 
 
 def test_evaluate_empty_file_is_a_clear_error(toy_preset, tmp_path):

@@ -50,6 +50,17 @@ def test_fine_tune_a_preset_on_a_users_tsv(tmp_path):
     assert "robot" in model.translate([USER_VALIDATION[0][1]])[0].lower()
 
 
+def test_a_word_the_preset_never_saw_is_spelled_in_pieces():
+    preprocessor = zoo.load("gru_bahdanau_cmn_en").preprocessor
+    english = "The cyborg photosynthesizes quixotically."
+    assert not {"cyborg", "photosynthesizes", "quixotically"} & set(
+        preprocessor.target_vocabulary.tokens)
+    pieces = preprocessor.target_pieces(english)
+    assert "[UNK]" not in pieces and len(pieces) > len(tokenize(english, "en"))
+    _, decoder_out = preprocessor.encode_targets([english])
+    assert preprocessor.decode_target(decoder_out[0]) == english
+
+
 def test_user_tsv_is_read_in_the_models_direction(tmp_path):
     model = zoo.load("gru_bahdanau_cmn_en")
     data = training.tsv_dataset(model, _write_tsv(tmp_path / "x.tsv", USER_PAIRS[:1]),
@@ -57,11 +68,9 @@ def test_user_tsv_is_read_in_the_models_direction(tmp_path):
     (source, decoder_in), decoder_out = next(iter(data))
     english, chinese = USER_PAIRS[0]
 
-    def known_or_oov(tokens, vocabulary):
-        return [t if vocabulary.encode([t]) != [1] else "[UNK]" for t in tokens]
-
-    assert [model.preprocessor.source_vocabulary.tokens[i] for i in source.numpy()[0]] == known_or_oov(
-        tokenize(chinese, "zh"), model.preprocessor.source_vocabulary)
-    assert model.preprocessor.target_vocabulary.decode(decoder_out.numpy()[0]) == known_or_oov(
-        tokenize(english, "en"), model.preprocessor.target_vocabulary)
+    preprocessor = model.preprocessor
+    assert [preprocessor.source_vocabulary.tokens[i] for i in source.numpy()[0]] == (
+        preprocessor.source_pieces(chinese))
+    assert preprocessor.output_pieces(decoder_out.numpy()[0]) == preprocessor.target_pieces(english)
+    assert preprocessor.output_words(decoder_out.numpy()[0]) == tokenize(english, "en")
     assert decoder_in.numpy()[0][0] == 2  # [START]

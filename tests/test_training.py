@@ -53,7 +53,8 @@ def test_train_on_a_users_tsv_writes_a_scored_preset(recipe_file, pairs_file, tm
     assert metadata["data"]["file"] == str(pairs_file)
     assert sum(metadata["data"]["pairs"].values()) == 72
     for decoding in ("greedy", "beam5"):
-        assert set(metadata["test"][decoding]) == {"bleu", "chrf", "bleu_by_source_length"}
+        assert set(metadata["test"][decoding]) == {"bleu", "chrf", "unknown_outputs",
+                                                   "bleu_by_source_length"}
         assert metadata["test"][decoding]["bleu"]["signature"].startswith("nrefs:1|case:mixed")
     assert (out / "README.md").read_text().startswith("# mine\n")
     assert list((tmp_path / "logs" / "train").iterdir())  # TensorBoard events

@@ -254,8 +254,8 @@ def _tiny_lm(text, ema_momentum=None):
     model = training_lm.build_model(recipe, sorted(set(text)))
     model.compile(optimizer=training.adam(0.01, ema_momentum),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    train = training_lm.windows(model.encode(text[:20000]), 32, 8, shuffle=True)
-    validation = training_lm.windows(model.encode(text[20000:]), 32, 8, shuffle=False)
+    train = training_lm.windows(model.preprocessor.encode(text[:20000]), 32, 8, shuffle=True)
+    validation = training_lm.windows(model.preprocessor.encode(text[20000:]), 32, 8, shuffle=False)
     return model, train, validation
 
 

@@ -176,3 +176,11 @@ def test_word_level_attention_sums_source_pieces_and_averages_produced_pieces():
     assert words.source == ["I", "read", "book", "."] and words.produced == ["livre", "."]
     np.testing.assert_allclose(words.weights, [[0.05, 0.15, 0.55, 0.25], [0, 0, 0, 1]])
     np.testing.assert_allclose(words.weights.sum(axis=1), 1.0)
+
+
+def test_outputs_with_holes_are_counted():
+    from zoo import evaluation
+
+    assert evaluation.unknown_outputs(["Je suis un [UNK].", "[UNK] !", "Bonjour.", "[UNK"]) == {
+        "count": 2, "examples": 4, "percent": 50.0}
+    assert evaluation.unknown_outputs([]) == {"count": 0, "examples": 0, "percent": 0.0}

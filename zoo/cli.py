@@ -188,12 +188,15 @@ def _evaluate_seq2seq(args):
                              f"{len(sources)})")
     bleu = evaluation.bleu(hypotheses, references, model.target_language)
     chrf = evaluation.chrf(hypotheses, references)
+    holes = evaluation.unknown_outputs(hypotheses)
     print(f"BLEU {bleu['score']}  ({bleu['signature']})")
     print(f"chrF {chrf['score']}  ({chrf['signature']})")
+    print(f"[UNK] in {holes['count']} of {holes['examples']} outputs ({holes['percent']}%)")
     if args.json:
         print(json.dumps({
             "metric": "bleu", "value": bleu["score"], "examples": len(sources),
             "signature": bleu["signature"], "chrf": chrf["score"], "beam_size": args.beam,
+            "unknown_outputs": holes["count"],
         }))
     return 0
 

@@ -3,6 +3,7 @@
 import sacrebleu
 
 from zoo.text import tokenizers
+from zoo.text.vocabulary import OOV
 
 # sacreBLEU's tokenizer for each target language: its own Chinese tokenizer for
 # Chinese, the WMT standard 13a elsewhere. Scores are cased, on detokenized text.
@@ -28,6 +29,13 @@ def exact_match(hypotheses, references):
     correct = sum(h == r for h, r in zip(hypotheses, references, strict=True))
     return {"score": round(100 * correct / max(len(references), 1), 2), "correct": correct,
             "examples": len(references)}
+
+
+def unknown_outputs(hypotheses):
+    """How many outputs have an ``[UNK]`` hole: what a reader sees first, and BLEU hides."""
+    count = sum(OOV in hypothesis for hypothesis in hypotheses)
+    return {"count": count, "examples": len(hypotheses),
+            "percent": round(100 * count / max(len(hypotheses), 1), 2)}
 
 
 SEQUENCE_METRICS = ("bleu", "exact_match")

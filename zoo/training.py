@@ -233,6 +233,7 @@ def score_translations(model, sources, references, beam_size=1, metric="bleu"):
     return {
         "bleu": evaluation.bleu(hypotheses, references, target),
         "chrf": evaluation.chrf(hypotheses, references),
+        "unknown_outputs": evaluation.unknown_outputs(hypotheses),
         "bleu_by_source_length": evaluation.bleu_by_source_length(
             sources, hypotheses, references, model.source_language, target
         ),
@@ -508,6 +509,10 @@ def model_card(metadata):
         for name in ("greedy", "beam5"):
             lines.append(f"| {name} | {test[name]['bleu']['score']} | "
                          f"{test[name]['chrf']['score']} |")
+        if "unknown_outputs" in test["beam5"]:
+            holes = test["beam5"]["unknown_outputs"]
+            lines += ["", f"Outputs with an `[UNK]` (beam 5): {holes['count']} of "
+                          f"{holes['examples']} ({holes['percent']}%)."]
         lines += ["", f"BLEU signature: `{test['beam5']['bleu']['signature']}`",
                   f"chrF signature: `{test['beam5']['chrf']['signature']}`"]
     else:

@@ -16,7 +16,7 @@ import tensorflow as tf
 import zoo.models
 from zoo import presets, training, training_loop
 from zoo.data import sst2
-from zoo.text import Vocabulary
+from zoo.text.preprocessor import ClassifierPreprocessor
 from zoo.text.vocabulary import pad_batch
 
 
@@ -28,7 +28,7 @@ def accuracy(model, sentences, labels):
 
 def make_dataset(model, sentences, labels, batch_size, shuffle, seed=0):
     """Batches ``(word ids, labels)``, bucketed by length; texts without words are left out."""
-    rows = [model.vocabulary.encode(model.tokens(s)) for s in sentences]
+    rows = model.preprocessor.rows(sentences)
 
     def batch_of(batch):
         return pad_batch([rows[i] for i in batch]), np.array([labels[i] for i in batch], np.int32)
@@ -47,16 +47,19 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
         raise ValueError("Training on other data needs an output directory (--out DIR).")
     splits = sst2.load(data_dir) if not data_file else _user_splits(data_file)
     config = dict(recipe.get("model_config", {}))
-    probe = zoo.models.TextClassifier(1, **config)
-    vocabulary = Vocabulary.build([probe.tokens(s) for s in splits["train"][0]],
-                                  recipe.get("vocabulary", {}).get("min_count", 1))
+    text_settings = {key: config[key] for key in ("language", "lowercase", "max_length")
+                     if key in config}
+    preprocessor = ClassifierPreprocessor.train(
+        splits["train"][0], **text_settings,
+        min_count=recipe.get("vocabulary", {}).get("min_count", 1))
+    vocabulary = preprocessor.vocabulary
     printer(f"{recipe['name']}: {len(splits['train'][0]):,} training sentences, "
             f"{len(vocabulary):,} words")
     # Several seeds, when the recipe lists them: the one best on validation ships (a
     # sentence-level score over ~800 sentences moves by a point from seed to seed).
     runs = {}
     for seed in recipe.get("seeds") or [recipe.get("seed", 0)]:
-        runs[seed] = _fit(recipe, config, vocabulary, splits, seed, epochs,
+        runs[seed] = _fit(recipe, config, preprocessor, splits, seed, epochs,
                           Path(log_dir or Path("runs") / recipe["name"]) / f"seed_{seed}",
                           (options or training_loop.Options()).part(f"seed_{seed}"),
                           run={"epochs": epochs, "data": str(data_file or "")})
@@ -95,13 +98,13 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
     return training.ship(model, out_dir, metadata, score, model_card)
 
 
-def _fit(recipe, config, vocabulary, splits, seed, epochs, log_dir, options, run):
+def _fit(recipe, config, preprocessor, splits, seed, epochs, log_dir, options, run):
     """One training run from ``seed``: ``(model with its best weights, history)``."""
     keras.utils.set_random_seed(seed)
     with options.scope():
-        model = zoo.models.TextClassifier(len(vocabulary), **config)
+        model = zoo.models.TextClassifier(len(preprocessor.vocabulary), **config)
         model.build()
-        model.set_vocabulary(vocabulary)
+        model.set_preprocessor(preprocessor)
         model.compile(optimizer=training.adam(recipe.get("learning_rate", 1e-3),
                                               recipe.get("ema_momentum")),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))

@@ -18,6 +18,7 @@ import tensorflow as tf
 import zoo.models
 from zoo import presets, training, training_loop
 from zoo.data import shakespeare
+from zoo.text.preprocessor import CharacterPreprocessor
 
 CORPORA = {"tinyshakespeare": shakespeare}
 
@@ -64,7 +65,7 @@ def windows(ids, sequence_length, batch_size, shuffle, seed=0):
 def build_model(recipe, characters):
     model = zoo.models.CharLanguageModel(len(characters), **recipe.get("model_config", {}))
     model.build()
-    model.set_characters(characters)
+    model.set_preprocessor(CharacterPreprocessor(characters))
     return model
 
 
@@ -112,7 +113,8 @@ def preset_metadata(recipe, splits, data_file, characters, training_record):
 
 def _fit(model, recipe, splits, epochs, log_dir, options, run):
     length, batch_size = recipe.get("sequence_length", 128), recipe.get("batch_size", 64)
-    train_ids, validation_ids = model.encode(splits["train"]), model.encode(splits["validation"])
+    train_ids, validation_ids = (model.preprocessor.encode(splits[name])
+                                 for name in ("train", "validation"))
     train_data = windows(train_ids, length, batch_size, shuffle=True, seed=recipe.get("seed", 0))
     validation_data = windows(validation_ids, length, batch_size, shuffle=False)
     epochs = epochs or recipe.get("epochs", 30)

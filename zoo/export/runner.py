@@ -8,8 +8,8 @@ import numpy as np
 from zoo.export import (TFLITE_CLASSIFIER_FORMAT, TFLITE_CONFIG_FORMAT,
                         TFLITE_LANGUAGE_MODEL_FORMAT)
 from zoo.text import codec
-from zoo.text.preprocessor import TranslationPreprocessor
-from zoo.text.vocabulary import Vocabulary
+from zoo.text.preprocessor import (CharacterPreprocessor, ClassifierPreprocessor,
+                                   TranslationPreprocessor)
 
 
 def _open(path, expected_format, num_threads):
@@ -85,8 +85,7 @@ class TFLiteLanguageModel:
 
     def __init__(self, path, num_threads=None):
         self.config, self.interpreter = _open(path, TFLITE_LANGUAGE_MODEL_FORMAT, num_threads)
-        self.characters = self.config["characters"]
-        self._index = {c: i for i, c in enumerate(self.characters)}
+        self.preprocessor = CharacterPreprocessor(self.config["characters"])
         self._step = self.interpreter.get_signature_runner("step")
 
     def step(self, token, states):
@@ -95,7 +94,7 @@ class TFLiteLanguageModel:
 
     def generate(self, prompt, length, temperature=1.0, seed=None):
         length, temperature = codec.check_generation_arguments(length, temperature, seed)
-        prompt_ids = codec.character_ids(codec.prompt_text(prompt), self._index, self.characters)
+        prompt_ids = self.preprocessor.encode(codec.prompt_text(prompt))
         rng = np.random.default_rng(seed)
         states = np.zeros(self.config["states"], np.float32)
         for token in prompt_ids:
@@ -103,7 +102,7 @@ class TFLiteLanguageModel:
         text = []
         for _ in range(length):
             token = _sample(logits, temperature, rng)
-            text.append(self.characters[token])
+            text.append(self.preprocessor.characters[token])
             logits, states = self.step(token, states)
         return "".join(text)
 
@@ -121,14 +120,12 @@ class TFLiteClassifier:
 
     def __init__(self, path, num_threads=None):
         self.config, self.interpreter = _open(path, TFLITE_CLASSIFIER_FORMAT, num_threads)
-        self.vocabulary = Vocabulary(self.config["vocabulary"])
+        self.preprocessor = ClassifierPreprocessor.from_runner_config(self.config)
         self.labels = self.config["labels"]
         self._classify = self.interpreter.get_signature_runner("classify")
 
     def probabilities(self, text):
-        ids = codec.encode_for_classifier([text], self.config["language"],
-                                          self.config["lowercase"], self.vocabulary,
-                                          self.config["max_length"])
+        ids = self.preprocessor.encode([text])
         return self._classify(ids=ids)["probabilities"][0]
 
     def classify(self, texts):

@@ -24,29 +24,12 @@ import tensorflow as tf
 
 from zoo.export import model_kind
 from zoo.export.graph import without_cudnn
-from zoo.text import tokenizers
+from zoo.text.preprocessor import lookup_table
 from zoo.text.preprocessor import checked_texts
 from zoo.text.codec import EMPTY_PROMPT, MAX_GENERATION_LENGTH, MAX_TEXT_LENGTH
-from zoo.text.vocabulary import OOV_ID, PAD_ID
 
 MAX_BEAM_SIZE = 64
 VERSION = 1
-
-
-def lookup_table(tokens, default_value):
-    """A graph hash table from each token to its position in ``tokens``."""
-    return tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(tf.constant(tokens),
-                                            tf.range(len(tokens), dtype=tf.int64)),
-        default_value=default_value)
-
-
-def padded_ids(table, tokens):
-    """Ragged tokens -> right-padded int32 ids ``[B, max(longest, 1)]`` (as ``pad_batch``)."""
-    ids = tf.cast(tf.ragged.map_flat_values(table.lookup, tokens), tf.int32)
-    ids = ids.to_tensor(default_value=PAD_ID)
-    missing_column = 1 - tf.minimum(tf.shape(ids)[1], 1)  # an all-empty batch
-    return tf.pad(ids, [[0, 0], [0, missing_column]])
 
 
 def _serving_functions(model, codec):
@@ -88,8 +71,9 @@ def _translation_endpoints(model):
 
 def _language_model_endpoints(model):
     """``serving_default(prompt, length, temperature, seed) -> {"text"}`` (the continuation)."""
-    table = lookup_table(model.characters, -1)
-    characters = tf.constant(model.characters)
+    characters = model._require_preprocessor().characters
+    table = lookup_table(characters, -1)
+    characters = tf.constant(characters)
 
     def generate(prompt, length, temperature, seed):
         split = tf.strings.unicode_split(checked_texts(prompt), "UTF-8")
@@ -117,23 +101,17 @@ def _language_model_endpoints(model):
 
 def _classifier_endpoints(model):
     """``serving_default(texts) -> {"labels": string[B], "probabilities": float[B, labels]}``."""
-    table = lookup_table(model.vocabulary.tokens, OOV_ID)
+    preprocessor = model._require_preprocessor()
     labels = tf.constant(model.labels)
 
     def classify(texts):
-        texts = checked_texts(texts)
-        if model.lowercase:
-            texts = tf.strings.lower(texts, encoding="utf-8")
-        words = tokenizers.tf_tokenize(texts, model.language)[:, : model.max_length]
-        ids = padded_ids(table, words)
-        # As codec.encode_for_classifier: a text without tokens is one unknown word.
-        empty = tf.equal(words.row_lengths(), 0)
-        ids = tf.concat([tf.where(empty, OOV_ID, ids[:, 0])[:, None], ids[:, 1:]], axis=1)
-        probabilities = tf.nn.softmax(model(ids))
+        probabilities = tf.nn.softmax(model(preprocessor.graph_encode(texts)))
         return {"labels": tf.gather(labels, tf.argmax(probabilities, axis=-1)),
                 "probabilities": probabilities}
 
-    return [table], {"serving_default": (classify, [tf.TensorSpec([None], tf.string, name="texts")])}
+    preprocessor.graph_encode(tf.constant([""]))  # makes its table, for the archive to track
+    return [preprocessor.table], {
+        "serving_default": (classify, [tf.TensorSpec([None], tf.string, name="texts")])}
 
 
 _ENDPOINTS = {"translation": _translation_endpoints, "language_model": _language_model_endpoints,

@@ -31,7 +31,6 @@ from zoo._startup import CONVERSION_NOISE, native_stderr_without
 from zoo.export import (QUANTIZATIONS, TFLITE_CLASSIFIER_FORMAT, TFLITE_CONFIG_FORMAT,
                         TFLITE_LANGUAGE_MODEL_FORMAT, model_kind)
 from zoo.export.graph import without_cudnn
-from zoo.text import tokenizers
 from zoo.text.codec import MAX_TEXT_LENGTH
 
 SIGNATURES = ("greedy", "beam")
@@ -128,19 +127,15 @@ def runner_config(model, beam_size, quantize):
             "quantize": quantize,
             "max_text_length": MAX_TEXT_LENGTH,
             "states": [model.num_layers * model.states_per_layer, 1, model.units],
-            "characters": model.characters,
+            **model._require_preprocessor().runner_config(),
         }
     if kind == "classifier":
         return {
             "format": TFLITE_CLASSIFIER_FORMAT,
             "quantize": quantize,
             "max_text_length": MAX_TEXT_LENGTH,
-            "language": model.language,
-            "lowercase": model.lowercase,
-            "max_length": model.max_length,
             "labels": model.labels,
-            "tokenize_rules": tokenizers.RULES[model.language],
-            "vocabulary": model.vocabulary.tokens,
+            **model._require_preprocessor().runner_config(),
         }
     return {
         "format": TFLITE_CONFIG_FORMAT,

@@ -15,9 +15,8 @@ from keras import ops
 
 import zoo.layers
 from zoo.text import codec, tokenizers
-from zoo.text.vocabulary import PAD_ID, Vocabulary
-
-VOCABULARY_FILE = "vocabulary.txt"
+from zoo.text.preprocessor import ClassifierPreprocessor
+from zoo.text.vocabulary import PAD_ID
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -27,11 +26,12 @@ class TextClassifier(keras.Model):
     Args:
         vocabulary_size: words known to the model (with the 4 reserved ids).
         labels: the class names, in logit order.
-        language: tokenizer (``"en_ptb"``: English as the Penn Treebank writes it).
-        lowercase: lower-case the text before tokenizing (SST-2 is lower-case).
+        language, lowercase, max_length: the text settings of the preprocessor it reads
+            (``zoo.text.ClassifierPreprocessor``): the tokenizer (``"en_ptb"``: English
+            as the Penn Treebank writes it), lower-casing (SST-2 is lower-case), and the
+            most words read of a text.
         embedding_dim, units: sizes of the word embeddings and of each LSTM direction.
         dropout: on embeddings and on the sentence vector, during training.
-        max_length: longer texts are cut to this many tokens.
 
     Call: ``model(ids [B, T])`` gives logits ``[B, labels]``.
     """
@@ -49,7 +49,7 @@ class TextClassifier(keras.Model):
         self.units = units
         self.dropout_rate = dropout
         self.max_length = max_length
-        self.vocabulary = None
+        self.preprocessor = None
         self.embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")
         self.encoder = keras.layers.Bidirectional(
             zoo.layers.LSTM(units, return_sequences=True), name="encoder")
@@ -84,29 +84,27 @@ class TextClassifier(keras.Model):
         model.build()
         return model
 
-    # -- vocabulary (preset asset) -----------------------------------------------------------
-    def set_vocabulary(self, vocabulary):
-        if len(vocabulary) != self.vocabulary_size:
-            raise ValueError(f"The vocabulary has {len(vocabulary)} tokens but the model was "
-                             f"built for {self.vocabulary_size}.")
-        self.vocabulary = vocabulary
+    # -- the text pipeline (preset assets) ----------------------------------------------------
+    def set_preprocessor(self, preprocessor):
+        """Attach the ``zoo.text.ClassifierPreprocessor`` the embedding was built for."""
+        if len(preprocessor.vocabulary) != self.vocabulary_size:
+            raise ValueError(f"The vocabulary has {len(preprocessor.vocabulary)} tokens but the "
+                             f"model was built for {self.vocabulary_size}.")
+        self.preprocessor = preprocessor
 
     def save_assets(self, directory):
-        self.vocabulary.save(f"{directory}/{VOCABULARY_FILE}")
+        self._require_preprocessor().save(directory)
 
     def load_assets(self, directory):
-        self.set_vocabulary(Vocabulary.load(f"{directory}/{VOCABULARY_FILE}"))
+        self.set_preprocessor(ClassifierPreprocessor.load(
+            directory, language=self.language, lowercase=self.lowercase,
+            max_length=self.max_length))
 
-    def tokens(self, text):
-        return codec.classifier_tokens(text, self.language, self.lowercase, self.max_length)
-
-    def encode(self, texts):
-        """Right-padded word ids ``[batch, longest]``; unknown words are ``[UNK]``, and a
-        text without tokens reads as one unknown word rather than as nothing."""
-        if self.vocabulary is None:
-            raise ValueError("This model has no vocabulary; call set_vocabulary() or load a preset.")
-        return codec.encode_for_classifier(texts, self.language, self.lowercase, self.vocabulary,
-                                           self.max_length)
+    def _require_preprocessor(self):
+        if self.preprocessor is None:
+            raise ValueError("This model has no vocabulary; call set_preprocessor() or load a "
+                             "preset.")
+        return self.preprocessor
 
     # -- the network ----------------------------------------------------------------------------
     def call(self, ids, training=False):
@@ -136,6 +134,6 @@ class TextClassifier(keras.Model):
                 lambda ids: ops.softmax(self(ids), axis=-1), reduce_retracing=True))
         rows = [np.zeros((0, len(self.labels)), np.float32)]
         for start in range(0, len(texts), batch_size):
-            ids = self.encode(texts[start : start + batch_size])
+            ids = self._require_preprocessor().encode(texts[start : start + batch_size])
             rows.append(self._predict_function(tf.constant(ids)).numpy())
         return np.concatenate(rows)

@@ -13,7 +13,6 @@ text in Python and in the SavedModel. (The TFLite runner samples with numpy: the
 same text at temperature 0, the same distribution otherwise.)
 """
 
-import json
 import random
 
 import keras
@@ -23,8 +22,7 @@ from keras import ops
 
 import zoo.layers
 from zoo.text import codec
-
-CHARACTERS_FILE = "characters.json"
+from zoo.text.preprocessor import CharacterPreprocessor
 SEQUENCE_LAYERS = {"rnn": zoo.layers.SimpleRNN, "lstm": zoo.layers.LSTM, "gru": zoo.layers.GRU}
 
 
@@ -33,8 +31,9 @@ class CharLanguageModel(keras.Model):
     """A character-level recurrent language model.
 
     Args:
-        vocabulary_size: number of distinct characters (set with ``set_characters``
-            or loaded from a preset's assets).
+        vocabulary_size: number of distinct characters (of the
+            ``zoo.text.CharacterPreprocessor`` given to ``set_preprocessor`` or loaded
+            from a preset's assets).
         cell: ``"rnn"`` (Elman), ``"lstm"`` or ``"gru"``.
         embedding_dim: size of the character embeddings.
         units: size of each recurrent layer's state.
@@ -59,8 +58,7 @@ class CharLanguageModel(keras.Model):
         self.num_layers = num_layers
         self.dropout_rate = dropout
         self.recurrent_dropout = recurrent_dropout
-        self.characters = None
-        self._index = {}
+        self.preprocessor = None
         self.embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")
         self.recurrent_layers = [
             SEQUENCE_LAYERS[cell](units, return_sequences=True, return_state=True,
@@ -104,33 +102,27 @@ class CharLanguageModel(keras.Model):
         model.build()
         return model
 
-    # -- characters (preset assets) -----------------------------------------------------------
-    def set_characters(self, characters):
-        characters = list(characters)
-        if len(characters) != self.vocabulary_size or len(set(characters)) != len(characters):
+    # -- the text pipeline (preset assets) ----------------------------------------------------
+    def set_preprocessor(self, preprocessor):
+        """Attach the ``zoo.text.CharacterPreprocessor`` the embedding was built for."""
+        if len(preprocessor) != self.vocabulary_size:
             raise ValueError(
                 f"The model was built for {self.vocabulary_size} distinct characters; "
-                f"received {len(characters)} ({len(set(characters))} distinct)."
+                f"received {len(preprocessor)}."
             )
-        self.characters = characters
-        self._index = {c: i for i, c in enumerate(characters)}
+        self.preprocessor = preprocessor
 
     def save_assets(self, directory):
-        with open(f"{directory}/{CHARACTERS_FILE}", "w", encoding="utf-8") as handle:
-            json.dump(self.characters, handle, ensure_ascii=False)
+        self._require_preprocessor().save(directory)
 
     def load_assets(self, directory):
-        with open(f"{directory}/{CHARACTERS_FILE}", encoding="utf-8") as handle:
-            self.set_characters(json.load(handle))
+        self.set_preprocessor(CharacterPreprocessor.load(directory))
 
-    def encode(self, text):
-        """Character ids of ``text``; a character the model never saw is an error."""
-        if self.characters is None:
-            raise ValueError("This model has no characters; call set_characters() or load a preset.")
-        return codec.character_ids(text, self._index, self.characters)
-
-    def decode(self, ids):
-        return "".join(self.characters[int(i)] for i in ids)
+    def _require_preprocessor(self):
+        if self.preprocessor is None:
+            raise ValueError("This model has no characters; call set_preprocessor() or load a "
+                             "preset.")
+        return self.preprocessor
 
     # -- the network ----------------------------------------------------------------------------
     def zero_states(self, batch_size):
@@ -166,7 +158,7 @@ class CharLanguageModel(keras.Model):
     # -- scoring -----------------------------------------------------------------------------------
     def nats_per_char(self, text, chunk_length=1024):
         """Mean ``-ln P(x_t | x_<t)`` over ``text[1:]``, read in one pass (state carried)."""
-        ids = np.asarray(self.encode(text), np.int32)
+        ids = np.asarray(self._require_preprocessor().encode(text), np.int32)
         if len(ids) < 2:
             raise ValueError(f"Scoring needs at least 2 characters; received {len(ids)}.")
         score = self._function("score", self._score_chunk)
@@ -187,13 +179,14 @@ class CharLanguageModel(keras.Model):
         """Yield ``length`` generated characters one at a time (after the prompt)."""
         length, temperature = codec.check_generation_arguments(length, temperature, seed)
         seed = random.randrange(2**31) if seed is None else seed
-        prompt_ids = tf.constant([self.encode(codec.prompt_text(prompt))], tf.int32)
+        preprocessor = self._require_preprocessor()
+        prompt_ids = tf.constant([preprocessor.encode(codec.prompt_text(prompt))], tf.int32)
         logits, states = self._function("prime", self._prime)(prompt_ids)
         step = self._function("step", self._sample_and_step)
         for position in range(length):
             token, logits, states = step(logits, states, tf.constant(temperature),
                                          tf.constant([seed, position], tf.int32))
-            yield self.characters[int(token[0])]
+            yield preprocessor.characters[int(token[0])]
 
     def generate(self, prompt, length, temperature=1.0, seed=None):
         """``length`` characters that follow ``prompt``, sampled at ``temperature``

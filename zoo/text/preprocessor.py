@@ -1,5 +1,8 @@
 """Preprocessors: everything between text and token ids, apart from the networks.
 
+``TranslationPreprocessor`` (words, then WordPiece pieces), ``ClassifierPreprocessor``
+(words), ``CharacterPreprocessor`` (characters, for the language models).
+
 As in keras-hub's Preprocessor / Backbone / Task split, a preprocessor owns the
 tokenizer rules, the vocabularies (stored as preset assets) and the way text becomes
 ids and ids become text -- in plain Python (training, ``model.translate``, the LiteRT
@@ -159,8 +162,7 @@ class TranslationPreprocessor:
         directory = Path(directory)
         self.source_vocabulary.save(directory / SOURCE_VOCABULARY_FILE)
         self.target_vocabulary.save(directory / TARGET_VOCABULARY_FILE)
-        (directory / CONFIG_FILE).write_text(json.dumps(self.get_config(), indent=1) + "\n",
-                                             encoding="utf-8")
+        _write_config(directory, self.get_config())
 
     def get_config(self):
         return {"source_language": self.source_language, "target_language": self.target_language,
@@ -171,9 +173,7 @@ class TranslationPreprocessor:
         """From preset assets; ``defaults`` for presets written before ``preprocessor.json``
         (whole-word vocabularies, the languages from the model's config)."""
         directory = Path(directory)
-        config = {"subwords": False, **defaults}
-        if (directory / CONFIG_FILE).is_file():
-            config.update(json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8")))
+        config = {"subwords": False, **defaults, **_read_config(directory)}
         return cls(source_vocabulary=Vocabulary.load(directory / SOURCE_VOCABULARY_FILE),
                    target_vocabulary=Vocabulary.load(directory / TARGET_VOCABULARY_FILE), **config)
 
@@ -230,9 +230,7 @@ class GraphTranslationPreprocessor:
 
         self.preprocessor = preprocessor
         tokens = preprocessor.source_vocabulary.tokens
-        self.source_table = tf.lookup.StaticHashTable(
-            tf.lookup.KeyValueTensorInitializer(tf.constant(tokens),
-                                                tf.range(len(tokens), dtype=tf.int64)), -1)
+        self.source_table = lookup_table(tokens, -1)
         self.target_tokens = tf.constant(preprocessor.target_vocabulary.tokens)
         self.longest_piece = max(len(t.removeprefix(wordpiece.CONTINUATION))
                                  for t in tokens[len(SPECIAL_TOKENS):])
@@ -295,3 +293,144 @@ def checked_texts(texts):
                 "runtime)")
     with tf.control_dependencies([check]):
         return tf.identity(texts)
+
+
+class ClassifierPreprocessor:
+    """Text -> word ids for a classifier: optional lower-casing, the language's word
+    rules, a cut to ``max_length`` words, a whole-word vocabulary.
+
+    A text without a known word still reads as one ``[UNK]`` (never as nothing).
+    """
+
+    def __init__(self, vocabulary, language="en_ptb", lowercase=True, max_length=128):
+        tokenizers._check_language(language)
+        self.vocabulary = vocabulary
+        self.language = language
+        self.lowercase = lowercase
+        self.max_length = max_length
+
+    @classmethod
+    def train(cls, texts, language="en_ptb", lowercase=True, max_length=128, min_count=1):
+        """Words of the training texts seen at least ``min_count`` times."""
+        reader = cls(Vocabulary([]), language, lowercase, max_length)
+        return cls(Vocabulary.build([reader.words(t) for t in texts], min_count), language,
+                   lowercase, max_length)
+
+    def words(self, text):
+        return tokenizers.tokenize(text.lower() if self.lowercase else text,
+                                   self.language)[: self.max_length]
+
+    def rows(self, texts):
+        """Word ids per text, unpadded (empty for a text without words: training skips it)."""
+        return [self.vocabulary.encode(self.words(t)) for t in texts]
+
+    def encode(self, texts):
+        """Right-padded word ids ``[batch, longest]``; a text without words is one ``[UNK]``."""
+        return pad_batch([row or [OOV_ID] for row in self.rows(texts)])
+
+    def get_config(self):
+        return {"language": self.language, "lowercase": self.lowercase,
+                "max_length": self.max_length}
+
+    def save(self, directory):
+        directory = Path(directory)
+        self.vocabulary.save(directory / CLASSIFIER_VOCABULARY_FILE)
+        _write_config(directory, self.get_config())
+
+    @classmethod
+    def load(cls, directory, **defaults):
+        """From preset assets; ``defaults`` (the model's config) for presets written
+        before ``preprocessor.json``."""
+        directory = Path(directory)
+        return cls(Vocabulary.load(directory / CLASSIFIER_VOCABULARY_FILE),
+                   **{**defaults, **_read_config(directory)})
+
+    def runner_config(self):
+        return {**self.get_config(), "tokenize_rules": tokenizers.RULES[self.language],
+                "vocabulary": self.vocabulary.tokens}
+
+    @classmethod
+    def from_runner_config(cls, config):
+        return cls(Vocabulary(config["vocabulary"]), config["language"], config["lowercase"],
+                   config["max_length"])
+
+    def graph_encode(self, texts):
+        """``encode`` in core TensorFlow ops, for a 1-D string tensor."""
+        import tensorflow as tf
+
+        texts = checked_texts(texts)
+        if self.lowercase:
+            texts = tf.strings.lower(texts, encoding="utf-8")
+        words = tokenizers.tf_tokenize(texts, self.language)[:, : self.max_length]
+        ids = tf.cast(tf.ragged.map_flat_values(self._table().lookup, words), tf.int32)
+        ids = ids.to_tensor(default_value=PAD_ID)
+        ids = tf.pad(ids, [[0, 0], [0, 1 - tf.minimum(tf.shape(ids)[1], 1)]])
+        empty = tf.equal(words.row_lengths(), 0)
+        return tf.concat([tf.where(empty, OOV_ID, ids[:, 0])[:, None], ids[:, 1:]], axis=1)
+
+    def _table(self):
+        """The vocabulary as a graph hash table (made once, tracked by the export)."""
+        if not hasattr(self, "table"):
+            self.table = lookup_table(self.vocabulary.tokens, OOV_ID)
+        return self.table
+
+
+class CharacterPreprocessor:
+    """Text <-> character ids for a character language model; a character the model
+    never saw is an error (generation cannot start from it)."""
+
+    def __init__(self, characters):
+        self.characters = list(characters)
+        if len(set(self.characters)) != len(self.characters):
+            raise ValueError(f"The characters must be distinct; received {len(self.characters)} "
+                             f"({len(set(self.characters))} distinct).")
+        self.index = {c: i for i, c in enumerate(self.characters)}
+
+    @classmethod
+    def train(cls, text):
+        return cls(sorted(set(text)))
+
+    def __len__(self):
+        return len(self.characters)
+
+    def encode(self, text):
+        return codec.character_ids(text, self.index, self.characters)
+
+    def decode(self, ids):
+        return "".join(self.characters[int(i)] for i in ids)
+
+    def save(self, directory):
+        with open(Path(directory) / CHARACTERS_FILE, "w", encoding="utf-8") as handle:
+            json.dump(self.characters, handle, ensure_ascii=False)
+
+    @classmethod
+    def load(cls, directory):
+        with open(Path(directory) / CHARACTERS_FILE, encoding="utf-8") as handle:
+            return cls(json.load(handle))
+
+    def runner_config(self):
+        return {"characters": self.characters}
+
+
+CLASSIFIER_VOCABULARY_FILE = "vocabulary.txt"
+CHARACTERS_FILE = "characters.json"
+
+
+def _write_config(directory, config):
+    (Path(directory) / CONFIG_FILE).write_text(json.dumps(config, indent=1) + "\n",
+                                               encoding="utf-8")
+
+
+def _read_config(directory):
+    path = Path(directory) / CONFIG_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def lookup_table(tokens, default_value):
+    """A graph hash table from each token to its position in ``tokens``."""
+    import tensorflow as tf
+
+    return tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(tf.constant(tokens),
+                                            tf.range(len(tokens), dtype=tf.int64)),
+        default_value=default_value)
