@@ -61,3 +61,32 @@ def test_recorded_checksum_is_the_local_corpus(corpus):
     info = tatoeba.CORPORA[corpus]
     assert info["url"] == f"http://www.manythings.org/anki/{info['file'][:3]}-eng.zip"
     assert sha256(tatoeba.corpus_path(corpus)) == info["sha256"]
+
+
+def test_downloads_verify_each_file_they_write(tmp_path):
+    """The download code a user outside this environment runs, on ``file://`` URLs: the
+    Tatoeba member of a zip archive and a plain file, each checked against its sha256."""
+    import hashlib
+    import zipfile
+
+    from zoo import data
+    from zoo.data import shakespeare, tatoeba
+
+    pairs = "Hi.\t嗨。\tCC-BY 2.0 (France)\n"
+    archive = tmp_path / "cmn-eng.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr("cmn.txt", pairs)
+    digest = hashlib.sha256(pairs.encode()).hexdigest()
+    files = {"cmn.txt": ("tatoeba/cmn-eng.tsv", digest)}
+    (written,) = data.download(archive.as_uri(), files, tmp_path / "data")
+    assert written.read_text(encoding="utf-8") == pairs
+    assert tatoeba.read_pairs(written)[0].other == "嗨。"
+    with pytest.raises(ValueError, match=r"now holds a different cmn.txt \(sha256 [0-9a-f]{64}\) "
+                                         r"than the one the presets were trained and scored on"):
+        data.download(archive.as_uri(), {"cmn.txt": ("x.tsv", "0" * 64)}, tmp_path / "bad")
+    assert not (tmp_path / "bad" / "x.tsv").exists()
+    text = tmp_path / "input.txt"
+    text.write_text("First Citizen:\n", encoding="utf-8")
+    plain = {"": (shakespeare.FILE, hashlib.sha256(text.read_bytes()).hexdigest())}
+    (copied,) = data.download(text.as_uri(), plain, tmp_path / "data")
+    assert copied.read_text(encoding="utf-8") == "First Citizen:\n"

@@ -2,7 +2,8 @@
 
 import hashlib
 import os
-import urllib.request
+import tempfile
+import zipfile
 from pathlib import Path
 
 DATA_DIR_VARIABLE = "ZOO_DATA_DIR"
@@ -32,16 +33,26 @@ def local_file(relative, url, directory=None):
     return path
 
 
-def download_file(url, sha256, target):
-    """Fetch ``url`` into ``target`` (needs internet), refusing a file with another checksum."""
-    request = urllib.request.Request(url, headers={"User-Agent": "zoo"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        content = response.read()
-    digest = hashlib.sha256(content).hexdigest()
-    if digest != sha256:
-        raise ValueError(f"{url} now holds a different file (sha256 {digest}) than the one "
-                         f"the presets were trained on ({sha256}).")
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(content)
-    return target
+def download(url, files, directory, verify=True):
+    """Fetch ``url`` (a file, or a zip archive) with ``keras.utils.get_file`` and write each
+    of ``files`` (``{name in the archive or "": (relative target, sha256)}``) under
+    ``directory``, refusing one whose checksum differs (unless ``verify`` is False: scores
+    would not be comparable). Needs internet, except for a ``file://`` URL."""
+    import keras
+
+    with tempfile.TemporaryDirectory() as cache:
+        fetched = Path(keras.utils.get_file(origin=url, cache_dir=cache, cache_subdir="."))
+        archive = zipfile.ZipFile(fetched) if zipfile.is_zipfile(fetched) else None
+        written = []
+        for member, (relative, sha256) in files.items():
+            content = archive.read(member) if archive else fetched.read_bytes()
+            digest = hashlib.sha256(content).hexdigest()
+            if verify and digest != sha256:
+                raise ValueError(
+                    f"{url} now holds a different {member or fetched.name} (sha256 {digest}) "
+                    f"than the one the presets were trained and scored on ({sha256}).")
+            target = Path(directory) / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+            written.append(target)
+    return written

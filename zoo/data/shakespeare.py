@@ -4,7 +4,8 @@ The split is by position: the first 90% trains, the next 5% validates, and the l
 5% -- a held-out tail of whole scenes the models never read -- is the test text.
 """
 
-from zoo.data import download_file, local_file
+from zoo import data
+from zoo.data import local_file
 
 FILE = "tinyshakespeare/input.txt"
 URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
@@ -30,4 +31,4 @@ def split(text):
 
 def download(directory):
     """Fetch the corpus into ``directory/tinyshakespeare/`` (needs internet)."""
-    return download_file(URL, SHA256, f"{directory}/{FILE}")
+    return data.download(URL, {"": (FILE, SHA256)}, directory)[0]

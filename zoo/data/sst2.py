@@ -15,11 +15,9 @@ the same model scored 81.5% on dev, and early stopping picked the wrong epoch.)
 
 import csv
 import hashlib
-import io
-import urllib.request
-import zipfile
 from pathlib import Path
 
+from zoo import data
 from zoo.data import local_file
 
 URL = "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip"
@@ -83,13 +81,6 @@ def load(directory=None):
 
 def download(directory):
     """Fetch GLUE's SST-2 archive and unpack train.tsv and dev.tsv (needs internet)."""
-    with urllib.request.urlopen(URL, timeout=60) as response:
-        archive = zipfile.ZipFile(io.BytesIO(response.read()))
-    for split, relative in FILES.items():
-        content = archive.read(f"SST-2/{relative.split('/')[1]}")
-        if hashlib.sha256(content).hexdigest() != SHA256[split]:
-            raise ValueError(f"{URL} now holds a different {relative} than the one trained on.")
-        target = Path(directory) / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
+    data.download(URL, {f"SST-2/{relative.split('/')[1]}": (relative, SHA256[split])
+                        for split, relative in FILES.items()}, directory)
     return directory

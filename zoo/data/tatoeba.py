@@ -13,12 +13,10 @@ hash of its sentences. No test sentence, on either side, occurs in training.
 
 import csv
 import hashlib
-import io
-import urllib.request
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from zoo import data
 from zoo.data import DATA_DIR_VARIABLE, data_dir
 
 
@@ -136,18 +134,5 @@ def split(pairs):
 def download(corpus, directory, verify=True):
     """Fetch a corpus from its public URL into ``directory/tatoeba/`` (needs internet)."""
     info = CORPORA[corpus]
-    request = urllib.request.Request(info["url"], headers={"User-Agent": "zoo"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        archive = zipfile.ZipFile(io.BytesIO(response.read()))
-    content = archive.read(info["file"])
-    digest = hashlib.sha256(content).hexdigest()
-    if verify and digest != info["sha256"]:
-        raise ValueError(
-            f"{info['url']} now holds a different {info['file']} (sha256 {digest}) than "
-            f"the one the presets were trained and scored on ({info['sha256']}). Pass "
-            "verify=False to use it anyway; scores will not be comparable."
-        )
-    target = Path(directory) / "tatoeba" / info["file"]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(content)
-    return target
+    files = {info["file"]: (f"tatoeba/{info['file']}", info["sha256"])}
+    return data.download(info["url"], files, directory, verify)[0]
