@@ -185,6 +185,7 @@ def build_preprocessor(recipe, train_split):
     settings = recipe.get("vocabulary", {})
     languages = recipe["source_language"], recipe["target_language"]
     max_source_length = recipe.get("model_config", {}).get("max_source_length", 64)
+    task_rules = generated.TEXT_RULES.get(recipe["corpus"], {})
     if settings.get("subwords", False):
         return TranslationPreprocessor.train(*train_split, *languages, settings["source_size"],
                                              settings["target_size"], max_source_length)
@@ -192,7 +193,8 @@ def build_preprocessor(recipe, train_split):
         Vocabulary.build([tokenize(t, language) for t in texts], settings.get("min_count", 2))
         for language, texts in zip(languages, train_split)
     )
-    return TranslationPreprocessor(*languages, source, target, max_source_length, subwords=False)
+    return TranslationPreprocessor(*languages, source, target, max_source_length, subwords=False,
+                                   **task_rules)
 
 
 def adam(learning_rate, ema_momentum=None, clipnorm=1.0):
@@ -221,7 +223,7 @@ def metric_of(metadata_or_recipe):
 
 
 def score_translations(model, sources, references, beam_size=1, metric="bleu"):
-    hypotheses = model.translate(sources, beam_size=beam_size)
+    hypotheses = model.translate(sources, beam_size=beam_size, check_outputs=False)
     target = model.target_language
     if metric == "exact_match":
         return {
@@ -249,7 +251,7 @@ def choose_length_penalty(model, sources, references, candidates=LENGTH_PENALTIE
     results = {}
     for alpha in candidates:
         model.length_penalty = alpha
-        hypotheses = model.translate(sources, beam_size=beam_size)
+        hypotheses = model.translate(sources, beam_size=beam_size, check_outputs=False)
         results[alpha] = evaluation.sequence_score(metric, hypotheses, references,
                                                    model.target_language)
     model.length_penalty = max(results, key=results.get)
@@ -393,7 +395,8 @@ def _tune_decoding(model, sources, references, metric, printer):
     """Pick the beam-search length penalty on validation; the metric of greedy and beam 5 there."""
     alpha_results = choose_length_penalty(model, sources, references, metric=metric)
     printer(f"length penalty on validation {metric}: {alpha_results} -> {model.length_penalty}")
-    greedy = evaluation.sequence_score(metric, model.translate(sources), references,
+    greedy = evaluation.sequence_score(metric, model.translate(sources, check_outputs=False),
+                                       references,
                                        model.target_language)
     return {"greedy": greedy, "beam5": alpha_results[model.length_penalty]}
 

@@ -83,6 +83,22 @@ def additions(split, count, seed=0):
 
 
 TASKS = {"dates": dates, "addition": additions}
+
+# What each task's preprocessor is told (``zoo.text.TranslationPreprocessor``): the
+# addition model was trained on sums of two numbers of 0-999 written without spaces, and
+# answers anything else with a confident wrong number, so other input is refused; the
+# dates model may write a string that is not a calendar date, which is refused too.
+TEXT_RULES = {
+    "addition": {
+        "input_rules": [["[ \t\n\r\f\v\u00a0\u2009\u202f\u3000]+", ""]],
+        "accepted_input": {
+            "pattern": "[0-9]{1,3}[+][0-9]{1,3}",
+            "description": "two whole numbers from 0 to 999 joined by '+', such as 535+61 "
+                           "(spaces are ignored)",
+        },
+    },
+    "dates": {"output_format": "iso_date"},
+}
 SPLIT_RULE = {
     "dates": "by calendar day (1950-2049): 1 day in 20 for test, 1 in 20 for validation",
     "addition": "by unordered pair of operands: 1 pair in 20 for test, 1 in 20 for validation",

@@ -67,11 +67,11 @@ class TFLiteTranslator:
     def translate(self, texts, beam_size=1):
         texts = codec.text_list(texts)
         translations = []
-        for text in texts:
-            source_ids = self.encode(text)
+        for position, text in enumerate(texts):
+            source_ids = self.encode(self.preprocessor.accepted_source(text, position))
             translations.append(self.preprocessor.decode_translation(
                 source_ids[0], self.translate_ids(source_ids, beam_size)))
-        return translations
+        return self.preprocessor.check_outputs(texts, translations)
 
 
 class TFLiteLanguageModel:

@@ -265,6 +265,7 @@ class Seq2Seq(keras.Model):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer; received {value!r}.")
         preprocessor = self._require_preprocessor()
+        texts = [preprocessor.accepted_source(text, position) for position, text in enumerate(texts)]
         search = self._search(beam_size, max_length or self.max_output_length, return_attention)
         # Similar lengths together: less padding, and the batch stops sooner.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -278,7 +279,7 @@ class Seq2Seq(keras.Model):
                 yield index, tokens[row], None if attention is None else attention[row], source_ids[row]
 
     def translate(self, texts, beam_size=1, max_length=None, return_attention=False,
-                  batch_size=64, attention_level="word"):
+                  batch_size=64, attention_level="word", check_outputs=True):
         """Translate a list of strings.
 
         Args:
@@ -291,6 +292,13 @@ class Seq2Seq(keras.Model):
                 a produced word's pieces averaged.
             attention_level: ``"word"``, or ``"piece"`` for the weights the decoder
                 computed, ``(produced pieces, source pieces)``.
+            check_outputs: refuse answers outside the task's format (the dates model's
+                non-dates) with ``zoo.text.UnreadableTextError``; False returns them
+                (scoring counts them as wrong).
+
+        Raises:
+            ValueError: a text is not a string, too long, or outside the model's input
+                domain (the addition model: two numbers of at most three digits).
 
         Returns:
             ``list[str]``, or ``(list[str], list[np.ndarray])`` with ``return_attention``.
@@ -310,6 +318,8 @@ class Seq2Seq(keras.Model):
                     ids = ids[:0]  # nothing was translated: no rows
                 alignment = self.preprocessor.alignment(texts[index], ids, attention, attention_level)
                 attentions[index] = alignment.weights
+        if check_outputs:
+            self.preprocessor.check_outputs(texts, translations)
         return (translations, attentions) if return_attention else translations
 
     def align(self, text, beam_size=1, max_length=None, attention_level="word"):

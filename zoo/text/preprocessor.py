@@ -16,7 +16,9 @@ Presets trained before subwords keep whole-word vocabularies (``subwords=False``
 every word is then one piece.
 """
 
+import datetime
 import json
+import re
 import typing
 from pathlib import Path
 
@@ -51,11 +53,16 @@ class TranslationPreprocessor:
         subwords: split words into WordPiece pieces.
         tokenize_rules, detokenize_rules: the source language's word rules and the
             target language's joining rules, when given as data.
+        input_rules, accepted_input: a task's input domain (the addition model): rewrites
+            applied to a source first, then ``{"pattern", "description"}``: a source that
+            the pattern does not match in full is refused with the description.
+        output_format: ``"iso_date"`` (the dates model): an output that is not a calendar
+            date ``YYYY-MM-DD`` is refused (``UnreadableTextError``).
     """
 
     def __init__(self, source_language, target_language, source_vocabulary, target_vocabulary,
                  max_source_length=64, subwords=True, tokenize_rules=None,
-                 detokenize_rules=None):
+                 detokenize_rules=None, input_rules=(), accepted_input=None, output_format=None):
         for language in (source_language, target_language):
             tokenizers._check_language(language)
         # The languages' rules, unless given as data (a runner reads them from NAME.json).
@@ -67,6 +74,12 @@ class TranslationPreprocessor:
         self.target_vocabulary = target_vocabulary
         self.max_source_length = max_source_length
         self.subwords = subwords
+        self.input_rules = [list(rule) for rule in input_rules]
+        self.accepted_input = accepted_input
+        if output_format not in OUTPUT_FORMATS:
+            raise ValueError(f"output_format must be one of {OUTPUT_FORMATS}; received "
+                             f"{output_format!r}.")
+        self.output_format = output_format
 
     # -- learning the vocabularies ------------------------------------------------------
     @classmethod
@@ -83,9 +96,20 @@ class TranslationPreprocessor:
         return cls(source_language, target_language, *vocabularies, max_source_length)
 
     # -- plain Python --------------------------------------------------------------------
+    def accepted_source(self, text, position=None):
+        """The source after the task's input rules; one outside its domain is refused
+        (the error names the text's ``position`` in its batch, when given)."""
+        for pattern, replacement in self.input_rules:
+            text = re.sub(pattern, replacement, text)
+        if self.accepted_input and not re.fullmatch(self.accepted_input["pattern"], text):
+            which = "The text" if position is None else f"Text {position}"
+            raise ValueError(f"{which} is not accepted by this model: {text!r:.60}; it takes "
+                             f"{self.accepted_input['description']}.")
+        return text
+
     def source_words(self, text):
         """Words as ``zoo.text.tokenize`` splits them (what attention is shown over)."""
-        return tokenizers.split_with_rules(text, self.tokenize_rules)
+        return tokenizers.split_with_rules(self.accepted_source(text), self.tokenize_rules)
 
     def pieces(self, words, vocabulary):
         if not self.subwords:
@@ -135,6 +159,21 @@ class TranslationPreprocessor:
             return ""
         return self.decode_target(ids)
 
+    def check_outputs(self, texts, outputs):
+        """Refuse outputs that are not of the task's format (``UnreadableTextError``, which
+        carries them all): a dates model's answer that is no calendar date."""
+        if self.output_format != "iso_date":
+            return outputs
+        unreadable = [i for i, output in enumerate(outputs) if not is_calendar_date(output)]
+        if unreadable:
+            first = unreadable[0]
+            raise UnreadableTextError(
+                f"Text {first} could not be read as a date: {texts[first]!r:.60} (the model "
+                f"answered {outputs[first]!r}, which is not a calendar date YYYY-MM-DD)"
+                + (f"; {len(unreadable) - 1} more like it" if len(unreadable) > 1 else "")
+                + ".", outputs, unreadable)
+        return outputs
+
     def alignment(self, text, ids, weights, level="word"):
         """An ``Alignment`` of a source text and the output ``ids`` decoded from it, with
         the decoder's attention ``weights`` ``[output steps, source pieces]``; at word
@@ -166,7 +205,12 @@ class TranslationPreprocessor:
 
     def get_config(self):
         return {"source_language": self.source_language, "target_language": self.target_language,
-                "max_source_length": self.max_source_length, "subwords": self.subwords}
+                "max_source_length": self.max_source_length, "subwords": self.subwords,
+                **self._task_rules()}
+
+    def _task_rules(self):
+        return {"input_rules": self.input_rules, "accepted_input": self.accepted_input,
+                "output_format": self.output_format}
 
     @classmethod
     def load(cls, directory, **defaults):
@@ -190,6 +234,7 @@ class TranslationPreprocessor:
             "wordpiece": ({"continuation_prefix": wordpiece.CONTINUATION,
                            "max_word_characters": wordpiece.MAX_WORD_CHARACTERS}
                           if self.subwords else None),
+            **self._task_rules(),
             "source_vocabulary": self.source_vocabulary.tokens,
             "target_vocabulary": self.target_vocabulary.tokens,
         }
@@ -200,7 +245,10 @@ class TranslationPreprocessor:
                    Vocabulary(config["source_vocabulary"]), Vocabulary(config["target_vocabulary"]),
                    config["max_source_length"], subwords=config.get("wordpiece") is not None,
                    tokenize_rules=config["tokenize_rules"],
-                   detokenize_rules=config["detokenize_rules"])
+                   detokenize_rules=config["detokenize_rules"],
+                   input_rules=config.get("input_rules", ()),
+                   accepted_input=config.get("accepted_input"),
+                   output_format=config.get("output_format"))
 
     # -- inside a TensorFlow graph ----------------------------------------------------------
     def graph(self):
@@ -243,7 +291,7 @@ class GraphTranslationPreprocessor:
         """Right-padded source ids ``[B, max(longest, 1)]``, as ``encode_sources``."""
         import tensorflow as tf
 
-        texts = checked_texts(texts)
+        texts = self._accepted(checked_texts(texts))
         words = tokenizers.tf_tokenize(texts, self.preprocessor.source_language,
                                        self.preprocessor.tokenize_rules)
         if self.preprocessor.subwords:
@@ -272,7 +320,73 @@ class GraphTranslationPreprocessor:
         texts = tokenizers.tf_detokenize(words, self.preprocessor.target_language,
                                          self.preprocessor.detokenize_rules)
         known = tf.not_equal(source_ids, PAD_ID) & tf.not_equal(source_ids, OOV_ID)
-        return tf.where(tf.reduce_any(known, axis=1), texts, "")
+        texts = tf.where(tf.reduce_any(known, axis=1), texts, "")
+        if self.preprocessor.output_format != "iso_date":
+            return texts
+        check = tf.debugging.assert_equal(
+            tf_is_calendar_date(texts), True,
+            message="a text could not be read as a date (the model's answer is not a "
+                    "calendar date YYYY-MM-DD)")
+        with tf.control_dependencies([check]):
+            return tf.identity(texts)
+
+    def _accepted(self, texts):
+        """``accepted_source`` in graph ops (InvalidArgumentError outside the domain)."""
+        import tensorflow as tf
+
+        for pattern, replacement in self.preprocessor.input_rules:
+            texts = tf.strings.regex_replace(texts, pattern, replacement)
+        accepted = self.preprocessor.accepted_input
+        if not accepted:
+            return texts
+        check = tf.debugging.assert_equal(
+            tf.strings.regex_full_match(texts, accepted["pattern"]), True,
+            message=f"a text is not accepted by this model; it takes {accepted['description']}")
+        with tf.control_dependencies([check]):
+            return tf.identity(texts)
+
+
+OUTPUT_FORMATS = (None, "iso_date")
+_ISO_DATE = "[0-9]{4}-[0-9]{2}-[0-9]{2}"
+
+
+class UnreadableTextError(ValueError):
+    """A model's answer is not of its task's format. ``outputs``: every output of the
+    call; ``positions``: those that were refused."""
+
+    def __init__(self, message, outputs, positions):
+        super().__init__(message)
+        self.outputs, self.positions = outputs, positions
+
+
+def is_calendar_date(text):
+    """``YYYY-MM-DD`` naming a day that exists (year 1 on, leap years included)."""
+    if not re.fullmatch(_ISO_DATE, text):
+        return False
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def tf_is_calendar_date(texts):
+    """``is_calendar_date`` in core TensorFlow ops, for a 1-D string tensor."""
+    import tensorflow as tf
+
+    formatted = tf.strings.regex_full_match(texts, _ISO_DATE)
+    safe = tf.where(formatted, texts, "0001-01-01")
+
+    def number(start, length):
+        return tf.strings.to_number(tf.strings.substr(safe, start, length), tf.int32)
+
+    year, month, day = number(0, 4), number(5, 2), number(8, 2)
+    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
+    month_days = tf.gather([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31],
+                           tf.clip_by_value(month - 1, 0, 11))
+    month_days += tf.cast(leap & tf.equal(month, 2), tf.int32)
+    return (formatted & (year >= 1) & (month >= 1) & (month <= 12) & (day >= 1)
+            & (day <= month_days))
 
 
 # ``wordpiece.join_pieces`` on pieces joined by spaces: a continuation piece (the prefix
