@@ -34,3 +34,21 @@ def test_scores_count_passes_and_list_failures():
     assert results["negated negative"]["failures"][0] == "the movie is not bad ."
     assert results["never"]["passed"] == 0
     assert results["negation and contrast"] == {"passed": 16, "cases": 64, "percent": 25.0}
+
+
+def test_templated_training_examples_share_no_word_with_the_suite():
+    from zoo.data import sentiment_templates, sst2
+
+    splits = sst2.load()
+    positive, negative = sentiment_templates.polarity_words(*splits["train"])
+    assert len(positive) == len(negative) == 150 and not set(positive) & set(negative)
+    assert {"best", "wonderful"} <= set(positive) and {"worst", "mess"} <= set(negative)
+    sentences, labels = sentiment_templates.examples(*splits["train"], 3000)
+    assert len(sentences) == 3000 and 1400 <= sum(labels) <= 1600
+    suite_words = suite.SUITE_WORDS | {w for s in suite.SUBJECTS for w in s.split()} - {"the"}
+    assert not {w for s in sentences for w in s.split()} & suite_words
+    assert not set(sentences) & {s for cases in suite.CASES.values() for s, _ in cases}
+    negated_negatives = [s for s, label in zip(sentences, labels)
+                         if " is not " in s and s.split()[-2] in negative]
+    assert negated_negatives and all(
+        label == 1 for s, label in zip(sentences, labels) if s in negated_negatives)

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 import zoo.models
 from zoo import presets, training, training_loop
-from zoo.data import sst2
+from zoo.data import sentiment_behaviour, sentiment_templates, sst2
 from zoo.text.preprocessor import ClassifierPreprocessor
 from zoo.text.vocabulary import pad_batch
 
@@ -46,6 +46,12 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
     if data_file and not out_dir:
         raise ValueError("Training on other data needs an output directory (--out DIR).")
     splits = sst2.load(data_dir) if not data_file else _user_splits(data_file)
+    # SST-2's training split only (a user's file may hold too few polarity words);
+    # validation and test stay as they are.
+    if recipe.get("templated_examples") and not data_file:
+        made = sentiment_templates.examples(*splits["train"], recipe["templated_examples"],
+                                            recipe.get("seed", 0))
+        splits["train"] = tuple(old + new for old, new in zip(splits["train"], made))
     config = dict(recipe.get("model_config", {}))
     text_settings = {key: config[key] for key in ("language", "lowercase", "max_length")
                      if key in config}
@@ -93,7 +99,10 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
             scores[split] = {"accuracy": accuracy(shipped, *splits[split]),
                              "sentences": len(splits[split][0])}
             printer(f"{split}: {scores[split]}")
-        return {**scores, "headline": f"test accuracy {scores['test']['accuracy']}%"}
+        behaviour = sentiment_behaviour.score(shipped)
+        printer(f"behaviour: {({k: v['percent'] for k, v in behaviour.items()})}")
+        return {**scores, "behaviour": behaviour,
+                "headline": f"test accuracy {scores['test']['accuracy']}%"}
 
     return training.ship(model, out_dir, metadata, score, model_card)
 
@@ -155,5 +164,14 @@ def model_card(metadata):
         lines += ["", f"Seeds trained (best validation accuracy %): "
                       f"{', '.join(f'{s}: {a}' for s, a in by_seed.items())}; the best on "
                       f"validation, seed {metadata['training']['seed']}, ships."]
+    if "behaviour" in metadata:
+        lines += ["", "## Behaviour", "",
+                  "Short sentences built from templates, one capability each "
+                  "(`zoo.data.sentiment_behaviour`, after CheckList; none is in the training "
+                  "data, nor are their words in the templated training examples):", "",
+                  "| capability | passed | of | % |", "|---|---|---|---|"]
+        for capability, result in metadata["behaviour"].items():
+            lines.append(f"| {capability} | {result['passed']} | {result['cases']} | "
+                         f"{result['percent']} |")
     lines += [""] + training.card_training_lines(metadata, sizes_key="sentences")
     return "\n".join(lines + [""])
