@@ -70,3 +70,30 @@ def test_a_split_written_as_tsv_reads_back(tmp_path):
     with open(path, "w", encoding="utf-8") as handle:
         generated.write_tsv(pairs, handle)
     assert generated.read_tsv(path) == ([s for s, _ in pairs], [t for _, t in pairs])
+
+
+def test_dates_typed_by_hand_mean_one_day_and_read_as_people_write_them():
+    import random
+
+    rng = random.Random(0)
+    meaning = {}
+    for year in (1950, 1999, 2000, 2012, 2026, 2049):
+        day = datetime.date(year, 1, 1)
+        while day.year == year:
+            for _ in range(8):
+                text = generated.write_date_by_hand(day, rng)
+                assert meaning.setdefault(" ".join(text.lower().split()), day) == day, text
+            day += datetime.timedelta(days=1)
+    def typed(day, draws=600):
+        return {" ".join(generated.write_date_by_hand(day, rng).lower().split())
+                for _ in range(draws)}
+
+    assert {"march 3rd, 1999", "3rd of march 1999", "the 3rd of march, 1999", "mar. 3, 1999",
+            "wednesday, march 3rd, 1999", "wed 3 mar 1999", "le 3 mars 1999",
+            "一九九九年三月三日", "1999/3/3"} <= typed(datetime.date(1999, 3, 3))
+    assert not {"3/3/1999", "3.3.1999"} & typed(datetime.date(1999, 3, 3))  # day <= 12
+    assert {"12/31/1999", "31/12/1999", "december 31st, 1999"} <= typed(datetime.date(1999, 12, 31))
+    assert {"le 1er janvier 2000", "1er janvier 2000"} <= typed(datetime.date(2000, 1, 1))
+    assert {"二〇二六年十一月三十日", "二零二六年十一月三十日"} <= typed(datetime.date(2026, 11, 30))
+    assert (generated.ordinal(1), generated.ordinal(12), generated.ordinal(22)) == ("1st", "12th", "22nd")
+    assert [generated.chinese_number(n) for n in (3, 10, 11, 20, 31)] == ["三", "十", "十一", "二十", "三十一"]

@@ -45,6 +45,95 @@ def write_date(day, locale, width):
     return format_date(day, width, locale=locale)
 
 
+# -- dates as people write them by hand ----------------------------------------------------
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")
+# Dotted abbreviations as English style guides write them (May, June, July stay whole).
+DOTTED_MONTHS = ("Jan.", "Feb.", "Mar.", "Apr.", "May", "June", "July", "Aug.", "Sept.",
+                 "Oct.", "Nov.", "Dec.")
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+FRENCH_MONTHS = ("janvier", "février", "mars", "avril", "mai", "juin", "juillet", "août",
+                 "septembre", "octobre", "novembre", "décembre")
+FRENCH_WEEKDAYS = ("lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche")
+CHINESE_DIGITS = "〇一二三四五六七八九"
+
+
+def ordinal(number):
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st, 22nd, 23rd, 31st."""
+    suffix = "th" if 11 <= number % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
+
+
+def chinese_number(number):
+    """1-31 in Chinese numerals: 三, 十一, 二十, 三十一."""
+    tens, units = divmod(number, 10)
+    return ((CHINESE_DIGITS[tens] if tens > 1 else "") + ("十" if tens else "")
+            + (CHINESE_DIGITS[units] if units or not tens else ""))
+
+
+def chinese_year(year, zero):
+    """A year read digit by digit (一九九九, 二〇二六 or 二零二六)."""
+    return "".join(zero if c == "0" else CHINESE_DIGITS[int(c)] for c in str(year))
+
+
+def _english(day, rng):
+    month, dotted = MONTHS[day.month - 1], DOTTED_MONTHS[day.month - 1]
+    weekday, nth, year = WEEKDAYS[day.weekday()], ordinal(day.day), day.year
+    return rng.choice([
+        f"{month} {nth}, {year}", f"{nth} of {month} {year}", f"the {nth} of {month}, {year}",
+        f"{nth} {month} {year}", f"{month} {nth} {year}", f"{dotted} {day.day}, {year}",
+        f"{day.day} {dotted} {year}", f"{weekday}, {month} {nth}, {year}",
+        f"{weekday[:3]} {day.day} {month[:3]} {year}", f"{weekday} the {nth} of {month} {year}",
+        f"{day.day}-{month[:3]}-{year}",
+    ])
+
+
+def _french(day, rng):
+    number = "1er" if day.day == 1 else str(day.day)
+    month, weekday = FRENCH_MONTHS[day.month - 1], FRENCH_WEEKDAYS[day.weekday()]
+    return rng.choice([f"le {number} {month} {day.year}", f"{number} {month} {day.year}",
+                       f"{weekday} {number} {month} {day.year}",
+                       f"le {weekday} {number} {month} {day.year}"])
+
+
+def _chinese(day, rng):
+    year = chinese_year(day.year, rng.choice("〇零"))
+    month, number = chinese_number(day.month), chinese_number(day.day)
+    return rng.choice([f"{year}年{month}月{number}日", f"{year}年{month}月{number}号",
+                       f"{day.year}年{day.month}月{day.day}号"])
+
+
+def _numeric(day, rng):
+    """Numbers only, in an order the numbers make unambiguous: month-day-year and
+    day-month-year only when the day is over 12, year first always."""
+    styles = [f"{day.year}/{day.month}/{day.day}", f"{day.year}-{day.month}-{day.day}",
+              f"{day.year}.{day.month:02d}.{day.day:02d}"]
+    if day.day > 12:
+        styles += [f"{day.month}/{day.day}/{day.year}", f"{day.day}/{day.month}/{day.year}",
+                   f"{day.month:02d}-{day.day:02d}-{day.year}", f"{day.day}.{day.month}.{day.year}"]
+    return rng.choice(styles)
+
+
+def _as_typed(text, rng):
+    """Capitals or lower case, and the stray spaces of typing."""
+    text = rng.choice([text, text, text.upper(), text.lower()])
+    if rng.random() < 0.3:
+        text = rng.choice([" ", "  "]).join(text.split(" "))
+    if rng.random() < 0.2:
+        text = rng.choice([" ", "  "]) + text + rng.choice(["", " "])
+    return text
+
+
+def write_date_by_hand(day, rng):
+    """A date as a person might type it: English ordinals ("3rd of March 1999"), French
+    "1er", weekday names, dotted abbreviations, Chinese numerals (一九九九年三月三日),
+    unambiguous numeric orders, capitals, lower case and extra spaces."""
+    writer = rng.choice([_english, _english, _french, _chinese, _numeric])
+    text = writer(day, rng)
+    return text if writer is _chinese else _as_typed(text, rng)
+
+
 def _days_of(split):
     days = range(FIRST_DAY.toordinal(), LAST_DAY.toordinal() + 1)
     return [datetime.date.fromordinal(n) for n in days if _split_of(n) == split]
@@ -57,7 +146,10 @@ def dates(split, count, seed=0):
     pairs = []
     for _ in range(count):
         day = rng.choice(days)
-        pairs.append((write_date(day, *rng.choice(DATE_STYLES)), day.isoformat()))
+        # Half as the locales' standards write them, half as people type them.
+        text = (write_date(day, *rng.choice(DATE_STYLES)) if rng.random() < 0.5
+                else write_date_by_hand(day, rng))
+        pairs.append((text, day.isoformat()))
     return pairs
 
 
