@@ -9,9 +9,10 @@ from its previous state, and feeds the context to its GRU cell.
 LSTM reads the reversed source and its final state -- one fixed-length vector -- is
 all the decoder sees.
 
-Both share ``Seq2Seq``: vocabularies (saved as preset assets), tokenization,
-teacher-forced training through ``call((source_ids, target_input_ids))``, and
-``translate()``, which runs ``zoo.decoding`` over the model's ``decode_step``.
+Both share ``Seq2Seq``: teacher-forced training through ``call((source_ids,
+target_input_ids))`` (ids only), and ``translate()``, which runs ``zoo.decoding`` over
+the model's ``decode_step`` between its ``zoo.text.TranslationPreprocessor`` (the text
+pipeline and vocabularies, saved as preset assets) on either side.
 """
 
 import threading
@@ -38,10 +39,11 @@ class Seq2Seq(keras.Model):
     """Shared machinery of the translation models (not used directly).
 
     Args:
-        source_language, target_language: ``"en"``, ``"fr"`` or ``"zh"`` (selects
-            the tokenizer).
+        source_language, target_language: ``"en"``, ``"fr"`` or ``"zh"`` (the
+            preprocessor's; kept here for scoring and for presets written before it).
         source_vocabulary_size, target_vocabulary_size: sizes of the vocabularies
-            (set with ``set_vocabularies`` or loaded from a preset's assets).
+            (of the preprocessor given to ``set_preprocessor`` or loaded from a
+            preset's assets).
         embedding_dim: size of the token embeddings. The output layer shares the
             target embedding matrix (Press & Wolf 2017).
         units: size of the recurrent states.

@@ -1,14 +1,9 @@
-"""Text <-> token ids for the zoo's models, in plain Python.
-
-What every runtime checks of its input text, and how a classifier's and a language
-model's text becomes ids; used by the Keras models and by the TFLite runners, which
-have no TensorFlow. (Translation: ``zoo.text.preprocessor``.)
+"""What every runtime checks of the text and arguments it is given, in plain Python:
+used by the Keras models and by the TFLite runners, which have no TensorFlow. (How text
+becomes ids: ``zoo.text.preprocessor``.)
 """
 
 import math
-
-from zoo.text.tokenizers import tokenize
-from zoo.text.vocabulary import OOV_ID, pad_batch
 
 # The longest input text (a sentence, a review, a prompt) in characters (Unicode code
 # points), in every runtime: Python, the TFLite runners and the SavedModel signatures.
@@ -51,18 +46,6 @@ def prompt_text(prompt):
         raise TypeError(f"prompt must be a string; received {type(prompt).__name__}: "
                         f"{prompt!r:.60}.")
     return check_text_length(prompt) or EMPTY_PROMPT
-
-
-def classifier_tokens(text, language, lowercase, max_length):
-    return tokenize(text.lower() if lowercase else text, language)[:max_length]
-
-
-def encode_for_classifier(texts, language, lowercase, vocabulary, max_length):
-    """Right-padded word ids; a text without tokens reads as one unknown word."""
-    return pad_batch([
-        vocabulary.encode(classifier_tokens(t, language, lowercase, max_length)) or [OOV_ID]
-        for t in texts
-    ])
 
 
 # -- character language models ---------------------------------------------------------
