@@ -493,6 +493,16 @@ def _data_description(recipe, data_file, splits):
     }
 
 
+def text_pipeline_line(vocabulary):
+    """How the preset reads and writes text, for its model card."""
+    if vocabulary.get("subwords"):
+        return (f"Text: words split by `zoo.text`'s rules, then WordPiece pieces learned on the "
+                f"training split (source {vocabulary['source']:,}, target "
+                f"{vocabulary['target']:,} entries, every training character among them).")
+    return (f"Text: whole words or characters (source {vocabulary['source']:,}, target "
+            f"{vocabulary['target']:,} entries); others read as `[UNK]`.")
+
+
 def model_card(metadata):
     test, training = metadata["test"], metadata["training"]
     lines = [
@@ -502,6 +512,8 @@ def model_card(metadata):
         "",
         f"Architecture: `{metadata['architecture']}`, {metadata['parameters']:,} parameters; "
         f"{metadata['source_language']} -> {metadata['target_language']}.",
+        "",
+        text_pipeline_line(metadata["vocabulary"]),
         "",
         f"## Test scores ({test['sentences']} examples never seen in training)",
         "",
