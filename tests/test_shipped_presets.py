@@ -81,15 +81,20 @@ def test_default_preset_translates_the_readme_sentence():
 
 
 def test_attention_beats_the_bottleneck_more_as_sources_grow():
-    """Bahdanau et al. 2014, Figure 2: the same test split, the gap grows with length."""
+    """Bahdanau et al. 2014, Figure 2, on the same test split: attention wins by more than
+    5 BLEU in each length bucket up to 20 characters (the 21+ bucket holds 13 sentences),
+    and by more as sources grow up to 15 characters."""
     attention = zoo.describe("gru_bahdanau_cmn_en")["test"]["beam5"]
     baseline = zoo.describe("lstm_seq2seq_cmn_en")["test"]["beam5"]
     assert attention["bleu"]["score"] >= baseline["bleu"]["score"] + 5
-    # The buckets with enough sentences to measure (the 21+ bucket has 13).
     buckets = ["1-5", "6-10", "11-15", "16-20"]
     gaps = [attention["bleu_by_source_length"][b]["bleu"]
             - baseline["bleu_by_source_length"][b]["bleu"] for b in buckets]
-    assert gaps == sorted(gaps) and gaps[-1] > gaps[0] + 5
+    # Measured with the subword presets: +6.9, +11.4, +12.3, then +5.9 at 16-20 characters
+    # (64 test sentences), where the whole-word presets had +10.8: the gap grows up to 15
+    # characters and narrows beyond (README, docs/experiments.md).
+    assert gaps[:3] == sorted(gaps[:3]) and gaps[2] > gaps[0] + 5
+    assert min(gaps) > 5
 
 
 @pytest.mark.parametrize("name", EXACT_MATCH)
