@@ -13,7 +13,7 @@ def test_dates_are_written_as_each_locale_does_and_answered_in_iso():
     assert generated.write_date(day, "en_US", "medium") == "Nov 30, 2026"
     assert generated.write_date(day, "zh_CN", "long") == "2026年11月30日"
     assert generated.write_date(day, "de_DE", "short") == "30.11.26"
-    for source, target in generated.dates("train", 200):
+    for source, target in generated.dates("train", 200, typed_share=0.5):
         assert datetime.date.fromisoformat(target).isoformat() == target and source
 
 

@@ -62,7 +62,9 @@ def read_splits(recipe, data_file=None, data_dir=None):
         if data_file:
             raise ValueError(f"{recipe['name']} trains on data the project generates "
                              f"({recipe['corpus']}); it takes no --data file.")
-        return generated.splits(recipe["corpus"], recipe["examples"], recipe.get("seed", 0))
+        options = {"typed_share": recipe["typed_share"]} if "typed_share" in recipe else {}
+        return generated.splits(recipe["corpus"], recipe["examples"], recipe.get("seed", 0),
+                                **options)
     pairs = tatoeba.read_pairs(data_file) if data_file else tatoeba.load(recipe["corpus"], data_dir)
     return {
         name: pair_sides(subset, recipe["source_language"])

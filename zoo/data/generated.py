@@ -139,16 +139,20 @@ def _days_of(split):
     return [datetime.date.fromordinal(n) for n in days if _split_of(n) == split]
 
 
-def dates(split, count, seed=0):
-    """``count`` (human-written date, ISO date) pairs drawn from the split's days."""
+def dates(split, count, seed=0, typed_share=0.0):
+    """``count`` (human-written date, ISO date) pairs drawn from the split's days: a
+    ``typed_share`` of them as people type them (``write_date_by_hand``), the rest as the
+    locales' standards write them. (The recipe's ``typed_share``; presets trained before
+    it had none, and their splits are drawn as they were.)"""
     rng = random.Random(f"dates/{split}/{seed}")
     days = _days_of(split)
     pairs = []
     for _ in range(count):
         day = rng.choice(days)
-        # Half as the locales' standards write them, half as people type them.
-        text = (write_date(day, *rng.choice(DATE_STYLES)) if rng.random() < 0.5
-                else write_date_by_hand(day, rng))
+        if typed_share and rng.random() < typed_share:
+            text = write_date_by_hand(day, rng)
+        else:
+            text = write_date(day, *rng.choice(DATE_STYLES))
         pairs.append((text, day.isoformat()))
     return pairs
 
@@ -197,13 +201,14 @@ SPLIT_RULE = {
 }
 
 
-def splits(task, sizes, seed=0):
-    """``{split: (sources, targets)}`` for a task, with ``sizes[split]`` examples each."""
+def splits(task, sizes, seed=0, **options):
+    """``{split: (sources, targets)}`` for a task, with ``sizes[split]`` examples each
+    (``options``: the task's own, such as the dates' ``typed_share``)."""
     if task not in TASKS:
         raise ValueError(f"Unknown generated task {task!r}; known: {', '.join(TASKS)}.")
     result = {}
     for split in SPLITS:
-        pairs = TASKS[task](split, sizes[split], seed)
+        pairs = TASKS[task](split, sizes[split], seed, **options)
         result[split] = ([s for s, _ in pairs], [t for _, t in pairs])
     return result
 
