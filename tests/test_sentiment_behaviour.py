@@ -52,3 +52,14 @@ def test_templated_training_examples_share_no_word_with_the_suite():
                          if " is not " in s and s.split()[-2] in negative]
     assert negated_negatives and all(
         label == 1 for s, label in zip(sentences, labels) if s in negated_negatives)
+
+
+def test_the_shipped_classifier_reads_negation_and_contrast():
+    import zoo
+
+    results = suite.score(zoo.load("bilstm_sst2"))
+    metadata = zoo.describe("bilstm_sst2")
+    assert metadata["behaviour"] == results  # re-scored, the card's table holds
+    assert results["negation and contrast"]["percent"] >= 90
+    assert results["plain"]["percent"] >= 90 and results["intensifier"]["percent"] >= 90
+    assert metadata["test"]["accuracy"] >= 83.0
