@@ -114,7 +114,7 @@ class TranslationPreprocessor:
     def pieces(self, words, vocabulary):
         if not self.subwords:
             return list(words)
-        return wordpiece.split_words(words, vocabulary._ids, OOV)
+        return wordpiece.split_words(words, vocabulary, OOV)
 
     def source_pieces(self, text):
         """The pieces the encoder reads, cut to ``max_source_length``."""

@@ -39,6 +39,9 @@ class Vocabulary:
     def __len__(self):
         return len(self.tokens)
 
+    def __contains__(self, token):
+        return token in self._ids
+
     def __eq__(self, other):
         return isinstance(other, Vocabulary) and self.tokens == other.tokens
 

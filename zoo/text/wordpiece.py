@@ -30,8 +30,8 @@ MAX_WORD_CHARACTERS = 100
 
 
 def split_word(word, pieces, unknown):
-    """The pieces of one word (``pieces``: a set or dict of vocabulary entries), or
-    ``[unknown]`` when it cannot be spelled with them."""
+    """The pieces of one word (``pieces``: a container of vocabulary entries, such as a
+    ``Vocabulary``), or ``[unknown]`` when it cannot be spelled with them."""
     if len(word) > MAX_WORD_CHARACTERS:
         return [unknown]
     result, start = [], 0
