@@ -99,12 +99,13 @@ class TranslationPreprocessor:
     def accepted_source(self, text, position=None):
         """The source after the task's input rules; one outside its domain is refused
         (the error names the text's ``position`` in its batch, when given)."""
+        received = text
         for pattern, replacement in self.input_rules:
             text = re.sub(pattern, replacement, text)
         if self.accepted_input and not re.fullmatch(self.accepted_input["pattern"], text):
             which = "The text" if position is None else f"Text {position}"
-            raise ValueError(f"{which} is not accepted by this model: {text!r:.60}; it takes "
-                             f"{self.accepted_input['description']}.")
+            raise ValueError(f"{which} is not accepted by this model: {received!r:.60}; it "
+                             f"takes {self.accepted_input['description']}.")
         return text
 
     def source_words(self, text):
