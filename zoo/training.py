@@ -190,7 +190,8 @@ def build_preprocessor(recipe, train_split):
     task_rules = generated.TEXT_RULES.get(recipe["corpus"], {})
     if settings.get("subwords", False):
         return TranslationPreprocessor.train(*train_split, *languages, settings["source_size"],
-                                             settings["target_size"], max_source_length)
+                                             settings["target_size"], max_source_length,
+                                             **task_rules)
     source, target = (
         Vocabulary.build([tokenize(t, language) for t in texts], settings.get("min_count", 2))
         for language, texts in zip(languages, train_split)
@@ -398,8 +399,7 @@ def _tune_decoding(model, sources, references, metric, printer):
     alpha_results = choose_length_penalty(model, sources, references, metric=metric)
     printer(f"length penalty on validation {metric}: {alpha_results} -> {model.length_penalty}")
     greedy = evaluation.sequence_score(metric, model.translate(sources, check_outputs=False),
-                                       references,
-                                       model.target_language)
+                                       references, model.target_language)
     return {"greedy": greedy, "beam5": alpha_results[model.length_penalty]}
 
 

@@ -24,8 +24,7 @@ import tensorflow as tf
 
 from zoo.export import model_kind
 from zoo.export.graph import without_cudnn
-from zoo.text.preprocessor import lookup_table
-from zoo.text.preprocessor import checked_texts
+from zoo.text.preprocessor import checked_texts, lookup_table
 from zoo.text.codec import EMPTY_PROMPT, MAX_GENERATION_LENGTH, MAX_TEXT_LENGTH
 
 MAX_BEAM_SIZE = 64
@@ -101,16 +100,15 @@ def _language_model_endpoints(model):
 
 def _classifier_endpoints(model):
     """``serving_default(texts) -> {"labels": string[B], "probabilities": float[B, labels]}``."""
-    preprocessor = model._require_preprocessor()
+    codec = model._require_preprocessor().graph()
     labels = tf.constant(model.labels)
 
     def classify(texts):
-        probabilities = tf.nn.softmax(model(preprocessor.graph_encode(texts)))
+        probabilities = tf.nn.softmax(model(codec.encode(texts)))
         return {"labels": tf.gather(labels, tf.argmax(probabilities, axis=-1)),
                 "probabilities": probabilities}
 
-    preprocessor.graph_encode(tf.constant([""]))  # makes its table, for the archive to track
-    return [preprocessor.table], {
+    return codec.resources, {
         "serving_default": (classify, [tf.TensorSpec([None], tf.string, name="texts")])}
 
 

@@ -84,8 +84,9 @@ class TranslationPreprocessor:
     # -- learning the vocabularies ------------------------------------------------------
     @classmethod
     def train(cls, sources, targets, source_language, target_language, source_size,
-              target_size, max_source_length=64):
-        """Piece vocabularies learned from training pairs only (``wordpiece.train_pieces``)."""
+              target_size, max_source_length=64, **task_rules):
+        """Piece vocabularies learned from training pairs only (``wordpiece.train_pieces``);
+        ``task_rules``: ``input_rules``, ``accepted_input``, ``output_format``."""
         vocabularies = [
             Vocabulary(wordpiece.train_pieces(
                 [tokenizers.tokenize(text, language) for text in texts], size, SPECIAL_TOKENS,
@@ -93,7 +94,8 @@ class TranslationPreprocessor:
             for texts, language, size in ((sources, source_language, source_size),
                                           (targets, target_language, target_size))
         ]
-        return cls(source_language, target_language, *vocabularies, max_source_length)
+        return cls(source_language, target_language, *vocabularies, max_source_length,
+                   **task_rules)
 
     # -- plain Python --------------------------------------------------------------------
     def accepted_source(self, text, position=None):
@@ -300,9 +302,7 @@ class GraphTranslationPreprocessor:
         else:
             ids = tf.cast(tf.ragged.map_flat_values(self.source_table.lookup, words), tf.int32)
             ids = tf.ragged.map_flat_values(lambda i: tf.where(i < 0, OOV_ID, i), ids)
-        ids = ids[:, : self.preprocessor.max_source_length].to_tensor(default_value=PAD_ID)
-        missing_column = 1 - tf.minimum(tf.shape(ids)[1], 1)  # an all-empty batch
-        return tf.pad(ids, [[0, 0], [0, missing_column]])
+        return tf_padded(ids[:, : self.preprocessor.max_source_length])
 
     def decode(self, source_ids, ids):
         """Text per row of ``ids`` (as ``decode_translation``): up to the first ``[END]``,
@@ -469,25 +469,33 @@ class ClassifierPreprocessor:
         return cls(Vocabulary(config["vocabulary"]), config["language"], config["lowercase"],
                    config["max_length"])
 
-    def graph_encode(self, texts):
-        """``encode`` in core TensorFlow ops, for a 1-D string tensor."""
+    def graph(self):
+        """The same encoding in graph ops (``GraphClassifierPreprocessor``)."""
+        return GraphClassifierPreprocessor(self)
+
+
+class GraphClassifierPreprocessor:
+    """``ClassifierPreprocessor.encode`` in core TensorFlow ops, for a 1-D string tensor."""
+
+    def __init__(self, preprocessor):
+        self.preprocessor = preprocessor
+        self.table = lookup_table(preprocessor.vocabulary.tokens, OOV_ID)
+
+    @property
+    def resources(self):
+        return [self.table]
+
+    def encode(self, texts):
         import tensorflow as tf
 
         texts = checked_texts(texts)
-        if self.lowercase:
+        if self.preprocessor.lowercase:
             texts = tf.strings.lower(texts, encoding="utf-8")
-        words = tokenizers.tf_tokenize(texts, self.language)[:, : self.max_length]
-        ids = tf.cast(tf.ragged.map_flat_values(self._table().lookup, words), tf.int32)
-        ids = ids.to_tensor(default_value=PAD_ID)
-        ids = tf.pad(ids, [[0, 0], [0, 1 - tf.minimum(tf.shape(ids)[1], 1)]])
+        words = tokenizers.tf_tokenize(texts, self.preprocessor.language)
+        ids = tf_padded(tf.cast(tf.ragged.map_flat_values(
+            self.table.lookup, words[:, : self.preprocessor.max_length]), tf.int32))
         empty = tf.equal(words.row_lengths(), 0)
         return tf.concat([tf.where(empty, OOV_ID, ids[:, 0])[:, None], ids[:, 1:]], axis=1)
-
-    def _table(self):
-        """The vocabulary as a graph hash table (made once, tracked by the export)."""
-        if not hasattr(self, "table"):
-            self.table = lookup_table(self.vocabulary.tokens, OOV_ID)
-        return self.table
 
 
 class CharacterPreprocessor:
@@ -539,6 +547,15 @@ def _write_config(directory, config):
 def _read_config(directory):
     path = Path(directory) / CONFIG_FILE
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def tf_padded(ids):
+    """Ragged ids -> right-padded int32 ``[B, max(longest, 1)]``, as ``pad_batch``."""
+    import tensorflow as tf
+
+    ids = ids.to_tensor(default_value=PAD_ID)
+    missing_column = 1 - tf.minimum(tf.shape(ids)[1], 1)  # an all-empty batch
+    return tf.pad(ids, [[0, 0], [0, missing_column]])
 
 
 def lookup_table(tokens, default_value):
