@@ -10,6 +10,7 @@ import tensorflow as tf
 import zoo
 from zoo import export
 from zoo.cli import main
+from zoo.data import written_by_hand
 from zoo.export import TFLiteTranslator
 from zoo.text import UnreadableTextError
 from zoo.text.preprocessor import is_calendar_date, tf_is_calendar_date
@@ -118,3 +119,38 @@ def test_a_non_date_answer_is_an_error_in_every_runtime(dates, tmp_path, capsys)
     assert main(["translate", "gru_bahdanau_dates", unreadable[0]]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("zoo: error: Text 0 could not be read as a date: ")
+
+
+@pytest.mark.parametrize("name, task", [("lstm_seq2seq_addition", "addition")])
+def test_the_cards_report_input_written_by_hand_as_it_scores(name, task):
+    results = written_by_hand.score(zoo.load(name), task)
+    assert zoo.presets.describe(name)["behaviour"] == results  # re-scored, the card holds
+    card = (zoo.presets.resolve(name) / "README.md").read_text(encoding="utf-8")
+    assert "## Input written by hand" in card
+    for check, result in results.items():
+        passed = result["refused"] if check.endswith("refused") else result["correct"]
+        assert f"| {check} | {passed} | {result['examples']} | {result['percent']} |" in card
+
+
+def test_sums_written_by_hand_meet_the_targets(addition):
+    results = written_by_hand.score(addition, "addition")
+    assert results["outside the domain refused"]["percent"] == 100.0
+    assert results["inside the domain, typed with spaces"]["percent"] >= 99.5
+
+
+def test_a_preset_rewritten_after_training_keeps_its_weights_and_loads(tmp_path):
+    import shutil
+
+    from zoo import presets, training
+
+    folder = shutil.copytree(presets.resolve("lstm_seq2seq_addition"), tmp_path / "addition")
+    weights = (folder / "model.weights.h5").read_bytes()
+    metadata = dict(presets.describe(folder))
+    metadata.pop("behaviour", None)
+    presets.rewrite_description(folder, metadata, "# addition\n")
+    assert "behaviour" not in presets.describe(folder)
+    training.record_behaviour(folder, printer=lambda line: None)
+    assert (folder / "model.weights.h5").read_bytes() == weights
+    assert presets.describe(folder)["behaviour"] == presets.describe(
+        "lstm_seq2seq_addition")["behaviour"]
+    assert zoo.load(folder).translate(["535 + 61"]) == ["596"]  # checksums verified on load

@@ -294,6 +294,18 @@ def _strip_weights_file(path, to_float16):
     stripped.replace(path)
 
 
+def rewrite_description(directory, metadata, card):
+    """Rewrite a preset's metadata and model card only: for scores measured after
+    training, so the weights stay the bytes that training wrote."""
+    directory = Path(directory)
+    (directory / CARD_FILE).write_text(card, encoding="utf-8")
+    metadata = dict(metadata, files={**metadata["files"], CARD_FILE: sha256(directory / CARD_FILE)})
+    metadata["size_bytes"] = sum((directory / f).stat().st_size for f in metadata["files"])
+    (directory / METADATA_FILE).write_text(
+        json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return metadata
+
+
 def _default_card(metadata):
     lines = [f"# {metadata['name']}", ""]
     if "description" in metadata:

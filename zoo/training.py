@@ -21,7 +21,7 @@ import tensorflow as tf
 
 import zoo.models
 from zoo import evaluation, presets, training_loop
-from zoo.data import generated, tatoeba
+from zoo.data import generated, tatoeba, written_by_hand
 from zoo.text import END_ID, START_ID, TranslationPreprocessor, Vocabulary, tokenize
 from zoo.text.vocabulary import pad_batch
 
@@ -467,11 +467,32 @@ def _score_and_ship(model, out_dir, metadata, test_split, printer):
             printer(f"test {name}: " + ", ".join(
                 f"{key} {value['score']}" for key, value in result.items() if "score" in value))
         label = "BLEU" if metric == "bleu" else "exact match %"
-        return {"test": {"sentences": len(test_sources), **metrics},
+        behaviour = _behaviour_of(shipped, metadata, printer)
+        return {"test": {"sentences": len(test_sources), **metrics}, **behaviour,
                 "headline": f"test {label} {metrics['beam5'][metric]['score']} (beam 5), "
                             f"{metrics['greedy'][metric]['score']} (greedy)"}
 
     return ship(model, out_dir, metadata, score, model_card)
+
+
+def _behaviour_of(shipped, metadata, printer):
+    """``{"behaviour": ...}`` on the input written by hand for a teaching task
+    (``zoo.data.written_by_hand``), ``{}`` for the others."""
+    task = metadata["training"]["recipe"]["corpus"]
+    if task not in written_by_hand.TASKS:
+        return {}
+    behaviour = written_by_hand.score(shipped, task)
+    printer(f"written by hand: {({k: v['percent'] for k, v in behaviour.items()})}")
+    return {"behaviour": behaviour}
+
+
+def record_behaviour(directory, printer=print):
+    """Score a shipped teaching preset on the input written by hand and write the result
+    into its metadata and card (for presets trained before the check existed); the
+    weights are not touched."""
+    metadata = presets.describe(directory)
+    metadata.update(_behaviour_of(presets.load(directory), metadata, printer))
+    return presets.rewrite_description(directory, metadata, model_card(metadata))
 
 
 def _data_description(recipe, data_file, splits):
@@ -543,6 +564,7 @@ def model_card(metadata):
               f"| source tokens | examples | {label} |", "|---|---|---|"]
     for bucket, values in test["beam5"][f"{metric}_by_source_length"].items():
         lines.append(f"| {bucket} | {values['sentences']} | {values[metric]} |")
+    lines += _behaviour_lines(metadata.get("behaviour", {}))
     lines += [""] + card_training_lines(metadata, sizes_key="pairs")
     if "decoding_retuned" in training:
         retuned = training["decoding_retuned"]
@@ -552,4 +574,21 @@ def model_card(metadata):
         lines.append(f"- beam length penalty: {metadata['length_penalty']}")
     return "\n".join(lines + [""])
 
+
+def _behaviour_lines(behaviour):
+    """The card's section on input written by hand (teaching tasks)."""
+    if not behaviour:
+        return []
+    lines = ["", "## Input written by hand", "",
+             "Typed one by one the way people write, never generated, in no training data "
+             "(`zoo.data.written_by_hand`; beam 5):", "",
+             "| check | passed | of | % |", "|---|---|---|---|"]
+    for check, result in behaviour.items():
+        passed = result["refused"] if check.endswith("refused") else result["correct"]
+        lines.append(f"| {check} | {passed} | {result['examples']} | {result['percent']} |")
+    for check, result in behaviour.items():
+        for text, answer, *expected in result.get("wrong", []) + result.get("answered", []):
+            lines.append(f"- {check}: `{text}` gave `{answer}`"
+                         + (f", not `{expected[0]}`" if expected else ""))
+    return lines
 
