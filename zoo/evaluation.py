@@ -11,16 +11,32 @@ BLEU_TOKENIZE = {"zh": "zh", "en": "13a", "fr": "13a"}
 LENGTH_BUCKETS = ((1, 5), (6, 10), (11, 15), (16, 20), (21, None))
 
 
+def _paired(hypotheses, references):
+    """Lists of one hypothesis per reference, at least one (a corpus score of lists of
+    other lengths would score only their overlap)."""
+    hypotheses, references = list(hypotheses), list(references)
+    if len(hypotheses) != len(references) or not references:
+        raise ValueError(f"A corpus score needs one hypothesis per reference, at least one; "
+                         f"received {len(hypotheses)} hypotheses and {len(references)} "
+                         f"references.")
+    return hypotheses, references
+
+
 def bleu(hypotheses, references, target_language):
     """Corpus BLEU of detokenized hypotheses against raw references (one each)."""
+    if target_language not in BLEU_TOKENIZE:
+        raise ValueError(f"No BLEU tokenizer chosen for target language {target_language!r}; "
+                         f"known: {', '.join(BLEU_TOKENIZE)}.")
+    hypotheses, references = _paired(hypotheses, references)
     metric = sacrebleu.metrics.BLEU(tokenize=BLEU_TOKENIZE[target_language])
-    score = metric.corpus_score(list(hypotheses), [list(references)])
+    score = metric.corpus_score(hypotheses, [references])
     return {"score": round(score.score, 2), "signature": str(metric.get_signature())}
 
 
 def chrf(hypotheses, references):
+    hypotheses, references = _paired(hypotheses, references)
     metric = sacrebleu.metrics.CHRF()
-    score = metric.corpus_score(list(hypotheses), [list(references)])
+    score = metric.corpus_score(hypotheses, [references])
     return {"score": round(score.score, 2), "signature": str(metric.get_signature())}
 
 
