@@ -98,8 +98,12 @@ def train_pieces(words, vocabulary_size, reserved, single_characters=()):
         vocab_size=vocabulary_size, min_frequency=1, special_tokens=list(reserved),
         continuing_subword_prefix=CONTINUATION, show_progress=False)
     tokenizer.train_from_iterator((" ".join(sentence) for sentence in words), trainer)
-    learned = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
-    entries = [token for token, _ in learned if token not in reserved]
+    # Sorted, so that the same pieces get the same ids (greedy longest match does not
+    # depend on their order). The trainer numbers its continuation pieces in hash-map
+    # order, which differs from run to run, and breaks ties between merges of equal
+    # counts by those numbers: two runs on the same words can still learn a few
+    # different pieces (huggingface/tokenizers#1794, fix open in #2066).
+    entries = sorted(token for token in tokenizer.get_vocab() if token not in reserved)
     characters = sorted({c for sentence in words for word in sentence for c in word})
     present = set(entries)
     for character in characters:
