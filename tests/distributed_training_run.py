@@ -1,6 +1,6 @@
 """One small language-model training under a tf.distribute strategy, in its own process.
 
-Run by tests/test_training_loop.py: ``python distributed_training_run.py STRATEGY TEXT OUT``
+Run by tests/test_loop.py: ``python distributed_training_run.py STRATEGY TEXT OUT``
 (``TF_CONFIG`` set for ``multi_worker``). Writes ``OUT`` (an .npz): the trained weights
 of the first replica, the largest difference between replicas, and the loss history.
 """
@@ -17,22 +17,22 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from zoo import training_loop, training_lm  # noqa: E402
+from zoo.training import language_model, loop  # noqa: E402
 from zoo.data import shakespeare  # noqa: E402
 
 RECIPE = {"model_config": {"cell": "lstm", "embedding_dim": 8, "units": 24}}
 
-options = training_loop.Options(strategy=training_loop.make_strategy(strategy_name))
+options = loop.Options(strategy=loop.make_strategy(strategy_name))
 splits = shakespeare.split(shakespeare.read_text(text_path))
 characters = sorted(set(splits["train"]))
 keras.utils.set_random_seed(0)
 with options.scope():
-    model = training_lm.build_model(RECIPE, characters)
+    model = language_model.build_model(characters, RECIPE["model_config"])
     model.compile(optimizer=keras.optimizers.Adam(0.01),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-train_data = training_lm.windows(model.preprocessor.encode(splits["train"]), 32, 8, shuffle=True)
-validation_data = training_lm.windows(model.preprocessor.encode(splits["validation"]), 32, 8, shuffle=False)
-history = training_loop.fit(model, train_data, 2, validation_data.dataset(), options=options)
+train_data = language_model.windows(model.preprocessor.encode(splits["train"]), 32, 8, shuffle=True)
+validation_data = language_model.windows(model.preprocessor.encode(splits["validation"]), 32, 8, shuffle=False)
+history = loop.fit(model, train_data, 2, validation_data.dataset(), options=options)
 
 replicas = [getattr(v, "values", (v,)) for v in model.trainable_variables]
 spread = max(float(np.max(np.abs(keras.ops.convert_to_numpy(copy) - keras.ops.convert_to_numpy(copies[0]))))

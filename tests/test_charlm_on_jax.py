@@ -36,7 +36,7 @@ def test_the_trained_network_is_the_language_model(cell):
 
 
 def test_train_then_ship_writes_a_preset_of_the_trained_weights(tmp_path):
-    recipe = {**json.loads((ROOT / "training" / "recipes" / "lstm_charlm_shakespeare.json").read_text()),
+    recipe = {**json.loads((ROOT / "zoo" / "recipes" / "lstm_charlm_shakespeare.json").read_text()),
               "model_config": {**TINY_CONFIG, "cell": "lstm"}, "sequence_length": 32,
               "batch_size": 16, "epochs": 2, "weights_dtype": "float16", "ema_momentum": 0.9}
     recipe_file = tmp_path / "tiny_lm.json"

@@ -120,8 +120,8 @@ def test_train_writes_a_scored_classifier_preset(tmp_path):
     path = tmp_path / "reviews.tsv"
     lines = [f"{y}\t{t} ({i})\n" for i in range(12) for t, y in REVIEWS]
     path.write_text("label\tsentence\n" + "".join(lines))
-    recipe = dict(training.load_recipe("bilstm_sst2"), name="tiny_sentiment",
-                  model_config={"embedding_dim": 8, "units": 8})
+    recipe = training.load_recipe("bilstm_sst2").replace(
+        name="tiny_sentiment", model_config={"embedding_dim": 8, "units": 8})
     out = training.train(recipe, out_dir=tmp_path / "tiny", epochs=2, data_file=path,
                          log_dir=tmp_path / "logs")
     metadata = zoo.describe(out)

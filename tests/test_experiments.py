@@ -1,4 +1,4 @@
-"""The experiments of training/experiments: their tasks, their measurements, their runner."""
+"""The experiments of zoo/experiments: their tasks, their measurements, their runner."""
 
 import json
 

@@ -149,8 +149,8 @@ def test_cli_refuses_a_model_of_another_task(lm_preset, toy_preset, capsys):
 def test_train_writes_a_scored_language_model_preset(tmp_path):
     text_file = tmp_path / "plays.txt"
     text_file.write_text(VERSE * 40, encoding="utf-8")
-    recipe = dict(training.load_recipe("gru_charlm_shakespeare"), name="tiny_lm",
-                  model_config={"cell": "gru", "embedding_dim": 8, "units": 16},
+    recipe = training.load_recipe("gru_charlm_shakespeare").replace(
+        name="tiny_lm", model_config={"cell": "gru", "embedding_dim": 8, "units": 16},
                   sequence_length=32, batch_size=8)
     out = training.train(recipe, out_dir=tmp_path / "tiny_lm", epochs=2, data_file=text_file,
                          log_dir=tmp_path / "logs")

@@ -25,7 +25,7 @@ def test_regular_install_ships_presets(tmp_path):
         "print(zoo.__file__);"
         "print(zoo.presets.presets_root());"
         "print(','.join(zoo.list_models()));"
-        "print(','.join(sorted(p.stem for p in zoo.training.RECIPES_DIR.glob('*.json'))));"
+        "print(','.join(sorted(p.stem for p in zoo.training.recipes.RECIPES_DIR.glob('*.json'))));"
         "print(zoo.experiment.EXPERIMENTS_DIR, ','.join(zoo.experiment.names()))"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
@@ -36,7 +36,7 @@ def test_regular_install_ships_presets(tmp_path):
     assert module == str(installed / "__init__.py")
     assert root == str(installed / "saved_models")
     assert names.split(",") == zoo.list_models() and names
-    expected_recipes = sorted(p.stem for p in (ROOT / "training" / "recipes").glob("*.json"))
+    expected_recipes = sorted(p.stem for p in (ROOT / "zoo" / "recipes").glob("*.json"))
     assert recipes.split(",") == expected_recipes
     assert experiments == f"{installed / 'experiments'} alignments,bottleneck,gradients,memory"
     for name in zoo.list_models():

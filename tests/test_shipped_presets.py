@@ -7,6 +7,7 @@ import pytest
 
 import zoo
 from zoo import presets
+from zoo.training import translation
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = zoo.list_models()
@@ -47,7 +48,7 @@ def test_metadata_records_training_and_checksums(name):
         (f"zoo train {name}", f"python training/charlm_on_jax.py train {name}"))
     assert training["wall_time_seconds"] > 0 and training["epochs_run"] >= 1
     assert "CPU cores" in training["machine"]
-    assert (ROOT / "training" / "recipes" / f"{name}.json").is_file()
+    assert (ROOT / "zoo" / "recipes" / f"{name}.json").is_file()
     card = (ROOT / "saved_models" / name / "README.md").read_text()
     assert card.startswith(f"# {name}\n")
     assert training["command"] in card
@@ -114,7 +115,7 @@ def test_teaching_task_exports_answer_as_the_model_does(name, tmp_path):
     from zoo import export, training
     from zoo.export import TFLiteTranslator
 
-    sources, references = training.preset_splits(name)["test"]
+    sources, references = translation.preset_splits(name)["test"]
     sources = sources[:40]
     model = zoo.load(name)
     expected = model.translate(sources)

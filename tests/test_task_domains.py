@@ -141,7 +141,8 @@ def test_sums_written_by_hand_meet_the_targets(addition):
 def test_a_preset_rewritten_after_training_keeps_its_weights_and_loads(tmp_path):
     import shutil
 
-    from zoo import presets, training
+    from zoo import presets
+    from zoo.training import translation
 
     folder = shutil.copytree(presets.resolve("lstm_seq2seq_addition"), tmp_path / "addition")
     weights = (folder / "model.weights.h5").read_bytes()
@@ -149,7 +150,7 @@ def test_a_preset_rewritten_after_training_keeps_its_weights_and_loads(tmp_path)
     metadata.pop("behaviour", None)
     presets.rewrite_description(folder, metadata, "# addition\n")
     assert "behaviour" not in presets.describe(folder)
-    training.record_behaviour(folder, printer=lambda line: None)
+    translation.record_behaviour(folder, printer=lambda line: None)
     assert (folder / "model.weights.h5").read_bytes() == weights
     assert presets.describe(folder)["behaviour"] == presets.describe(
         "lstm_seq2seq_addition")["behaviour"]

@@ -6,6 +6,7 @@ import pytest
 
 import zoo
 from zoo import training
+from zoo.training import recipes, translation
 from zoo.cli import main
 
 TINY = {
@@ -101,8 +102,8 @@ def test_retune_decoding_rescores_without_touching_the_weights(recipe_file, pair
                  "--out", str(out)]) == 0
     metadata = zoo.describe(out)
     assert metadata["training"]["decoding_retuned"]["length_penalties"] == list(
-        training.LENGTH_PENALTIES)
-    assert metadata["length_penalty"] in training.LENGTH_PENALTIES
+        translation.LENGTH_PENALTIES)
+    assert metadata["length_penalty"] in translation.LENGTH_PENALTIES
     assert zoo.load(out).length_penalty == metadata["length_penalty"]
     assert metadata["training"]["epochs_run"] == 1  # the training record is kept
     for old, new in zip(before, zoo.load(out).get_weights()):
@@ -112,12 +113,12 @@ def test_retune_decoding_rescores_without_touching_the_weights(recipe_file, pair
 
 def test_retune_decoding_needs_a_tatoeba_preset(toy_preset, capsys):
     with pytest.raises(ValueError, match="was not trained by `zoo train` on a Tatoeba corpus"):
-        training.retune_decoding(toy_preset)
+        translation.retune_decoding(toy_preset)
 
 
 def test_a_generated_task_trains_and_is_scored_by_exact_match(tmp_path, capsys):
-    recipe = dict(training.load_recipe("lstm_seq2seq_addition"), name="tiny_addition",
-                  examples={"train": 256, "validation": 32, "test": 40},
+    recipe = training.load_recipe("lstm_seq2seq_addition").replace(
+        name="tiny_addition", examples={"train": 256, "validation": 32, "test": 40},
                   model_config={"embedding_dim": 8, "units": 8, "max_output_length": 5},
                   batch_size=64)
     out = training.train(recipe, out_dir=tmp_path / "tiny_addition", epochs=1,
@@ -145,3 +146,54 @@ def test_generated_tasks_take_no_data_file(tmp_path, pairs_file):
     recipe = training.load_recipe("gru_bahdanau_dates")
     with pytest.raises(ValueError, match="generates \\(dates\\); it takes no --data file"):
         training.train(recipe, out_dir=tmp_path / "x", data_file=pairs_file)
+
+
+def test_a_misspelt_recipe_key_is_a_one_line_error_before_any_data_is_read(tmp_path, capsys):
+    path = tmp_path / "my_recipe.json"
+    path.write_text(json.dumps(dict(TINY, learning_rat=0.01)))
+    # No --data-dir with the corpus: reading data would fail otherwise.
+    assert main(["train", str(path), "--out", str(tmp_path / "out"),
+                 "--data-dir", str(tmp_path / "nowhere")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"zoo: error: {path}: unknown key 'learning_rat' for a translation "
+                           "recipe; accepted keys: batch_size, corpus, description, ")
+    assert "learning_rate" in line and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("batch_size", "64", "'batch_size' must be an integer; received '64' (str)."),
+    ("batch_size", True, "'batch_size' must be an integer; received True (bool)."),
+    ("ema_momentum", "high", "'ema_momentum' must be a number or null; received 'high' (str)."),
+    ("model_config", [], "'model_config' must be an object; received [] (list)."),
+])
+def test_a_value_of_the_wrong_type_is_named(key, value, expected):
+    with pytest.raises(recipes.RecipeError) as error:
+        recipes.from_dict(dict(TINY, name="tiny", **{key: value}))
+    assert str(error.value) == f"recipe 'tiny': {expected}"
+
+
+def test_each_task_has_its_defaults_in_its_recipe_class():
+    common = {"name": "r", "corpus": "c", "model": "m"}
+    translation_recipe = recipes.from_dict(dict(common, source_language="en",
+                                                target_language="fr"))
+    language_model = recipes.from_dict(dict(common, task="language_modeling"))
+    classifier = recipes.from_dict(dict(common, task="classification"))
+    assert (translation_recipe.learning_rate, translation_recipe.epochs,
+            translation_recipe.patience) == (1e-3, 30, 3)
+    assert (language_model.learning_rate, language_model.sequence_length,
+            language_model.patience) == (2e-3, 128, 2)
+    assert (classifier.epochs, classifier.patience, classifier.vocabulary) == (10, 2,
+                                                                               {"min_count": 1})
+    assert translation_recipe.written == dict(common, source_language="en", target_language="fr")
+    with pytest.raises(recipes.RecipeError, match="missing key.*'examples' for a addition"):
+        recipes.from_dict(dict(common, task="addition", source_language="char",
+                               target_language="char"))
+    with pytest.raises(recipes.RecipeError, match="unknown task 'poetry'; known: translation"):
+        recipes.from_dict(dict(common, task="poetry"))
+
+
+def test_every_shipped_recipe_reads_as_its_task():
+    for path in sorted(recipes.RECIPES_DIR.glob("*.json")):
+        recipe = recipes.load_recipe(path.stem)
+        assert type(recipe) is recipes.RECIPE_CLASSES[recipe.task]
+        assert recipe.written == {"name": path.stem, **json.loads(path.read_text())}

@@ -15,7 +15,9 @@ import keras
 import numpy as np
 import pytest
 
-from zoo import training, training_loop, training_lm
+from zoo.training import callbacks as training_callbacks
+from zoo.training import language_model, loop, recipes
+from zoo.training.optimizer import adam
 from zoo.cli import main
 
 HERE = Path(__file__).resolve().parent
@@ -135,7 +137,7 @@ def test_zoo_train_multi_worker_writes_the_same_preset_on_every_worker(text_file
 def test_multi_worker_without_tf_config_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     with pytest.raises(ValueError, match="needs the TF_CONFIG environment variable"):
-        training_loop.make_strategy("multi_worker")
+        loop.make_strategy("multi_worker")
 
 
 def test_cli_strategies_are_the_loops():
@@ -143,7 +145,7 @@ def test_cli_strategies_are_the_loops():
 
     train = build_parser()._subparsers._group_actions[0].choices["train"]
     strategy = next(a for a in train._actions if a.dest == "strategy")
-    assert tuple(strategy.choices) == training_loop.STRATEGIES
+    assert tuple(strategy.choices) == loop.STRATEGIES
 
 
 # -- resuming -------------------------------------------------------------------------------
@@ -224,11 +226,11 @@ def test_checkpoint_of_another_run_is_refused(text_file, tmp_path, capsys):
                  "--checkpoint-dir", str(checkpoints), "--log-dir", str(tmp_path / "runs")]
     # A leftover checkpoint of the same recipe with another learning rate.
     characters = sorted(set(text_file.read_text()[: int(0.9 * len(text_file.read_text()))]))
-    model = training_lm.build_model(recipe, characters)
+    model = language_model.build_model(characters, recipe["model_config"])
     model.compile(optimizer=keras.optimizers.Adam(), loss="mse")
     model.optimizer.build(model.trainable_variables)
     other = dict(recipe, learning_rate=0.5, name="tiny_lm")
-    training_loop._Checkpoint(checkpoints, model, {"recipe": other, "epochs": None,
+    loop._Checkpoint(checkpoints, model, {"recipe": other, "epochs": None,
                                                    "data": str(text_file)}).save(0, 5, [], keras.callbacks.History())
     assert main(arguments) == 2
     assert "holds the checkpoint of another run" in capsys.readouterr().err
@@ -236,14 +238,14 @@ def test_checkpoint_of_another_run_is_refused(text_file, tmp_path, capsys):
 
 def test_resuming_removes_the_staging_folders_of_killed_saves(text_file, tmp_path):
     characters = sorted(set(text_file.read_text()))
-    model = training_lm.build_model(dict(RECIPE, name="tiny_lm"), characters)
+    model = language_model.build_model(characters, RECIPE["model_config"])
     model.compile(optimizer=keras.optimizers.Adam(), loss="mse")
     model.optimizer.build(model.trainable_variables)
-    checkpoint = training_loop._Checkpoint(tmp_path, model, {"run": 1})
+    checkpoint = loop._Checkpoint(tmp_path, model, {"run": 1})
     checkpoint.save(0, 5, [], keras.callbacks.History())
     stale = tmp_path / ".saving-999999"  # a save killed before its rename
     stale.mkdir()
-    (stale / training_loop.VARIABLES_FILE).write_bytes(b"half written")
+    (stale / loop.VARIABLES_FILE).write_bytes(b"half written")
     assert checkpoint.restore([], keras.callbacks.History()) == (0, 5)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latest"]
 
@@ -251,11 +253,11 @@ def test_resuming_removes_the_staging_folders_of_killed_saves(text_file, tmp_pat
 def _tiny_lm(text, ema_momentum=None):
     keras.utils.set_random_seed(0)
     recipe = {"model_config": {"cell": "gru", "embedding_dim": 8, "units": 16, "dropout": 0.1}}
-    model = training_lm.build_model(recipe, sorted(set(text)))
-    model.compile(optimizer=training.adam(0.01, ema_momentum),
+    model = language_model.build_model(sorted(set(text)), recipe["model_config"])
+    model.compile(optimizer=adam(0.01, ema_momentum),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    train = training_lm.windows(model.preprocessor.encode(text[:20000]), 32, 8, shuffle=True)
-    validation = training_lm.windows(model.preprocessor.encode(text[20000:]), 32, 8, shuffle=False)
+    train = language_model.windows(model.preprocessor.encode(text[:20000]), 32, 8, shuffle=True)
+    validation = language_model.windows(model.preprocessor.encode(text[20000:]), 32, 8, shuffle=False)
     return model, train, validation
 
 
@@ -275,7 +277,7 @@ def test_the_loop_trains_as_keras_fit_does(text_file, ema_momentum):
                                 validation_data=validation.dataset(), callbacks=callbacks,
                                 verbose=0).history
         else:
-            history = training_loop.fit(model, train, 3, validation.dataset(), callbacks)
+            history = loop.fit(model, train, 3, validation.dataset(), callbacks)
         results.append((history, model.get_weights()))
     (expected, expected_weights), (history, weights) = results
     for key in ("loss", "val_loss", "learning_rate"):
@@ -302,15 +304,16 @@ def test_averaged_weights_resume_from_an_epoch_end_checkpoint(text_file, tmp_pat
     """At an epoch's end the averaged weights are in the model (swapped for validation
     and early stopping): a run resumed from there trains on as an uninterrupted one."""
     text = text_file.read_text()
-    recipe = {"name": "tiny", "ema_momentum": 0.9, "patience": 5}
+    recipe = recipes.from_dict({"name": "tiny", "task": "language_modeling", "corpus": "text",
+                                "model": "CharLanguageModel", "ema_momentum": 0.9, "patience": 5})
 
     def run(extra_callbacks=(), checkpoints=None):
-        model, train, validation = _tiny_lm(text, recipe["ema_momentum"])
-        callbacks = training.standard_callbacks(recipe, tmp_path / "runs", patience=5,
-                                                reduce_on_plateau=False)
-        history = training_loop.fit(
+        model, train, validation = _tiny_lm(text, recipe.ema_momentum)
+        callbacks = training_callbacks.standard_callbacks(recipe, tmp_path / "runs",
+                                                          reduce_on_plateau=False)
+        history = loop.fit(
             model, train, 3, validation.dataset(), callbacks + list(extra_callbacks),
-            {"run": 1}, training_loop.Options(checkpoint_dir=checkpoints))
+            {"run": 1}, loop.Options(checkpoint_dir=checkpoints))
         return history, model.get_weights()
 
     expected_history, expected = run()
@@ -324,7 +327,7 @@ def test_averaged_weights_resume_from_an_epoch_end_checkpoint(text_file, tmp_pat
 
 
 def test_epoch_data_is_a_function_of_the_epoch():
-    data = training_lm.windows(np.arange(2000) % 50, 16, 4, shuffle=True, seed=3)
+    data = language_model.windows(np.arange(2000) % 50, 16, 4, shuffle=True, seed=3)
     first = [x.numpy() for x, _ in data.dataset(2)]
     again = [x.numpy() for x, _ in data.dataset(2)]
     other = [x.numpy() for x, _ in data.dataset(3)]

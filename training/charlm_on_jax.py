@@ -50,8 +50,8 @@ VARIANT_OPTIONS = {
 
 
 def read_recipe(name):
-    """A recipe of training/recipes by name, or a recipe file (``.json``)."""
-    path = Path(name) if name.endswith(".json") else ROOT / "training" / "recipes" / f"{name}.json"
+    """A recipe of zoo/recipes by name, or a recipe file (``.json``)."""
+    path = Path(name) if name.endswith(".json") else ROOT / "zoo" / "recipes" / f"{name}.json"
     return {**json.loads(path.read_text()), "name": path.stem}
 
 
@@ -81,7 +81,7 @@ def build_network(config, vocabulary_size):
 
 def window_batches(ids, sequence_length, batch_size, shuffle, seed):
     """A Keras PyDataset of (ids, next ids) windows, cut at a new random offset each epoch
-    when shuffling (the scheme of zoo.training_lm.windows)."""
+    when shuffling (the scheme of zoo.training.language_model.windows)."""
     class Windows(keras.utils.PyDataset):
         def __init__(self):
             super().__init__()
@@ -125,7 +125,7 @@ def train(args):
     length, batch_size = recipe.get("sequence_length", 128), recipe.get("batch_size", 64)
     train_data = window_batches(data["train"], length, batch_size, True, recipe.get("seed", 0))
     validation_data = window_batches(data["validation"], length, batch_size, False, 0)
-    # As zoo.training.adam: with ema_momentum, the moving average of the weights is what is
+    # As zoo.training.optimizer.adam: with ema_momentum, the moving average of the weights is what is
     # validated and kept (SwapEMAWeights puts it in the model around validation and at each
     # epoch's end, before BestWeights reads the weights).
     averaging = {"use_ema": True, "ema_momentum": ema_momentum} if ema_momentum else {}
@@ -217,11 +217,16 @@ def machine_description():
 
 
 # -- here, with TensorFlow ------------------------------------------------------------------------
+def _task(args):
+    from zoo.training import recipes
+    from zoo.training.language_model import LanguageModelTask
+
+    return LanguageModelTask(recipes.from_dict(read_recipe(args.recipe)), data_dir=args.data_dir)
+
+
 def write_ids(args):
     """The training and validation text as character ids, for the GPU machine."""
-    from zoo.training_lm import read_splits
-
-    splits = read_splits(read_recipe(args.recipe), data_dir=args.data_dir)
+    splits = _task(args).read_splits()
     characters = sorted(set(splits["train"]))
     index = {c: i for i, c in enumerate(characters)}
     np.savez(args.out, characters=np.array(json.dumps(characters)),
@@ -231,33 +236,34 @@ def write_ids(args):
 
 def ship(args):
     """Load the trained weights into a CharLanguageModel, score it and write the preset."""
-    from zoo import presets, training_lm
+    from zoo import presets
+    from zoo.training import shipping
 
     arrays = np.load(args.weights)
     record = json.loads(str(arrays["record"]))
-    recipe = read_recipe(args.recipe)
+    task = _task(args)
+    recipe = task.recipe.written
     if record["recipe"] != recipe:
         sys.exit(f"{args.weights} was trained from another recipe than {recipe['name']} "
                  f"(model_config {record['recipe']['model_config']}).")
-    splits = training_lm.read_splits(recipe, data_dir=args.data_dir)
-    characters = sorted(set(splits["train"]))
-    if record["characters"] != characters:
+    splits = task.read_splits()
+    preprocessor = task.build_preprocessor(splits)
+    if record["characters"] != preprocessor.characters:
         sys.exit(f"{args.weights} was trained on other characters than {recipe['name']}'s corpus.")
-    model = training_lm.build_model(recipe, characters)
+    model = task.build_model(preprocessor)
     model.set_weights([arrays[f"w{i:02d}"] for i in range(len(model.get_weights()))])
     note = args.note or record.get("note")
-    metadata = training_lm.preset_metadata(
-        recipe, splits, None, characters,
-        {"recipe": recipe,
-         "command": f"python training/charlm_on_jax.py train {args.recipe} (GPU machine), then "
-                    f"python training/charlm_on_jax.py ship {args.recipe} WEIGHTS (here)",
-         "epochs_run": len(record["history"]), "best_epoch": record["best_epoch"],
-         "wall_time_seconds": record["wall_time_seconds"], "machine": record["machine"],
-         "best_val_loss": round(record["best_val_loss"], 4),
-         "final_train_loss": round(record["history"][-1]["loss"], 4),
-         **({"note": note} if note else {})})
+    metadata = task.describe(model, splits, {
+        "recipe": recipe,
+        "command": f"python training/charlm_on_jax.py train {args.recipe} (GPU machine), then "
+                   f"python training/charlm_on_jax.py ship {args.recipe} WEIGHTS (here)",
+        "epochs_run": len(record["history"]), "best_epoch": record["best_epoch"],
+        "wall_time_seconds": record["wall_time_seconds"], "machine": record["machine"],
+        "best_val_loss": round(record["best_val_loss"], 4),
+        "final_train_loss": round(record["history"][-1]["loss"], 4),
+        **({"note": note} if note else {})})
     out_dir = Path(args.out or presets.presets_root() / recipe["name"])
-    training_lm.score_and_ship(model, out_dir, metadata, splits, print)
+    shipping.ship(model, out_dir, metadata, lambda shipped: task.score(shipped, splits), task.card)
 
 
 def main(argv=None):

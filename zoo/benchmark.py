@@ -236,10 +236,11 @@ def benchmark_translate(name, latency_sentences=16, batch=64, rounds=9, data_dir
     import tempfile
 
     import zoo
-    from zoo import evaluation, training
+    from zoo import evaluation
+    from zoo.training import translation
 
     model = zoo.load(name)
-    sources, references = training.preset_splits(name, data_dir)["test"]
+    sources, references = translation.preset_splits(name, data_dir)["test"]
     stride = max(len(sources) // batch, 1)
     batch_texts = sources[::stride][:batch]
     latency_texts = batch_texts[:latency_sentences]
@@ -333,7 +334,7 @@ def _tutorial_functions(model, texts):
 def _serving_texts(name, data_dir=None):
     """Request texts for a preset whose SavedModel takes ``texts``: its test split."""
     import zoo
-    from zoo import training
+    from zoo.training import translation
 
     task = zoo.describe(name).get("task")
     if task == "classification":
@@ -343,7 +344,7 @@ def _serving_texts(name, data_dir=None):
     if task == "language_modeling":
         raise ValueError(f"zoo benchmark serve measures presets served with texts in "
                          f"(translators, classifiers); {name} is a language model.")
-    return training.preset_splits(name, data_dir)["test"][0]
+    return translation.preset_splits(name, data_dir)["test"][0]
 
 
 def concurrent_requests(serve, texts, concurrency, requests):

@@ -116,111 +116,37 @@ def _command_attention(args):
 
 def _command_evaluate(args):
     import zoo
+    from zoo.training import driver
 
-    task = zoo.describe(args.name).get("task")
-    if task == "language_modeling":
-        return _evaluate_language_model(args)
-    if task == "classification":
-        return _evaluate_classifier(args)
-    return _evaluate_seq2seq(args)
-
-
-def _print_result(args, result, text):
-    print(text)
+    task = driver.task_of(zoo.describe(args.name))
+    result, lines = task.evaluate_file(zoo.load(args.name), args.data, beam_size=args.beam,
+                                       batch_size=args.batch_size)
+    print("\n".join(lines))
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     return 0
 
 
-def _evaluate_language_model(args):
-    from zoo.data import shakespeare
-    from zoo.training_lm import score
-
-    model = _load_for(args.name, "generate", "language_modeling")
-    result = score(model, shakespeare.read_text(args.data))
-    return _print_result(args, {"metric": "nats_per_char", "value": result["nats_per_char"],
-                                "examples": result["characters"],
-                                "bits_per_char": result["bits_per_char"]},
-                         f"{result['nats_per_char']} nats/char ({result['bits_per_char']} "
-                         f"bits/char) over {result['characters']:,} characters")
-
-
-def _evaluate_classifier(args):
-    from zoo.data import sst2
-    from zoo.training_classifier import accuracy
-
-    model = _load_for(args.name, "classify", "classification")
-    sentences, labels = sst2.read_tsv(args.data)
-    if not sentences:
-        raise UsageError(f"{args.data} holds no sentences.")
-    value = accuracy(model, sentences, labels)
-    return _print_result(args, {"metric": "accuracy", "value": value, "examples": len(sentences)},
-                         f"accuracy {value}% on {len(sentences)} sentences")
-
-
-def _evaluate_seq2seq(args):
-    import keras
-
-    import zoo
-    from zoo import evaluation, training
-    from zoo.data import generated, tatoeba
-
-    model = _load_translator(args.name)
-    metric = training.metric_of(zoo.describe(args.name))
-    if metric == "exact_match":
-        sources, references = generated.read_tsv(args.data)
-    else:
-        sources, references = training.pair_sides(tatoeba.read_pairs(args.data),
-                                                  model.source_language)
-    if not sources:
-        raise UsageError(f"{args.data} holds no sentence pairs.")
-    progress = keras.utils.Progbar(len(sources), unit_name="sentence")
-    hypotheses = []
-    for start in range(0, len(sources), args.batch_size):
-        chunk = sources[start : start + args.batch_size]
-        hypotheses += model.translate(chunk, beam_size=args.beam, check_outputs=False)
-        progress.add(len(chunk))
-    if metric == "exact_match":
-        result = evaluation.exact_match(hypotheses, references)
-        return _print_result(args, {"metric": "exact_match", "value": result["score"],
-                                    "examples": len(sources), "beam_size": args.beam},
-                             f"exact match {result['score']}% ({result['correct']} of "
-                             f"{len(sources)})")
-    bleu = evaluation.bleu(hypotheses, references, model.target_language)
-    chrf = evaluation.chrf(hypotheses, references)
-    holes = evaluation.unknown_outputs(hypotheses)
-    print(f"BLEU {bleu['score']}  ({bleu['signature']})")
-    print(f"chrF {chrf['score']}  ({chrf['signature']})")
-    print(f"[UNK] in {holes['count']} of {holes['examples']} outputs ({holes['percent']}%)")
-    if args.json:
-        print(json.dumps({
-            "metric": "bleu", "value": bleu["score"], "examples": len(sources),
-            "signature": bleu["signature"], "chrf": chrf["score"], "beam_size": args.beam,
-            "unknown_outputs": holes["count"],
-        }))
-    return 0
-
-
 def _command_train(args):
     from zoo import training
+    from zoo.training import loop
 
     recipe = training.load_recipe(args.recipe)
     if args.retune_decoding:
         from zoo import presets
+        from zoo.training import translation
 
-        directory = training.retune_decoding(
-            args.out or presets.presets_root() / recipe["name"], data_dir=args.data_dir)
+        directory = translation.retune_decoding(
+            args.out or presets.presets_root() / recipe.name, data_dir=args.data_dir)
         print(f"preset re-scored in {directory}")
         return 0
     command = "zoo " + shlex.join(args.argv)
-    from zoo import training_loop
-
     if args.checkpoint_every < 1:
         raise UsageError(f"--checkpoint-every must be at least 1; received {args.checkpoint_every}.")
-    options = training_loop.Options(
-        strategy=training_loop.make_strategy(args.strategy),
+    options = loop.Options(
+        strategy=loop.make_strategy(args.strategy),
         checkpoint_dir=Path(args.checkpoint_dir
-                            or Path("checkpoints") / Path(args.out or recipe["name"]).name),
+                            or Path("checkpoints") / Path(args.out or recipe.name).name),
         checkpoint_every=args.checkpoint_every)
     directory = training.train(
         recipe, out_dir=args.out, epochs=args.epochs, data_file=args.data,
@@ -313,8 +239,8 @@ def build_parser():
     evaluate.add_argument("--json", action="store_true", help="last line: one JSON object")
     evaluate.set_defaults(run=_command_evaluate)
 
-    train = commands.add_parser("train", help="train a preset from its recipe in training/recipes")
-    train.add_argument("recipe", help="recipe name (training/recipes/NAME.json) or path")
+    train = commands.add_parser("train", help="train a preset from its recipe in zoo/recipes")
+    train.add_argument("recipe", help="recipe name (zoo/recipes/NAME.json) or path")
     train.add_argument("--epochs", type=int, help="most epochs (early stopping may end sooner)")
     train.add_argument("--out", help="preset directory to write (default saved_models/NAME)")
     train.add_argument("--data", help="a TSV of pairs (English, other language) instead of the corpus")
@@ -346,7 +272,7 @@ def build_parser():
     exporting.set_defaults(run=_command_export)
 
     experiment = commands.add_parser(
-        "experiment", help="run an experiment of training/experiments (figures and JSON)")
+        "experiment", help="run an experiment of zoo/experiments (figures and JSON)")
     experiment.add_argument("name", help="memory, gradients, bottleneck or alignments")
     experiment.add_argument("--out", default="docs/experiments",
                             help="folder for the figures and NAME.json (default docs/experiments)")

@@ -1,6 +1,6 @@
-"""Running the experiments of ``training/experiments`` (``zoo experiment NAME``).
+"""Running the experiments of ``zoo/experiments`` (``zoo experiment NAME``).
 
-An experiment is a script ``training/experiments/NAME.py`` with a function
+An experiment is a module ``zoo/experiments/NAME.py`` with a function
 ``run(out_dir, quick=False) -> dict``: it writes its figures (PNG) and returns its
 numbers, which are saved next to them as ``NAME.json``. ``quick`` runs a smaller
 version of the same code, for the tests.
@@ -9,7 +9,7 @@ The helpers below are shared by the scripts: recurrent layers of a given kind si
 to one parameter budget, so that comparisons between cells mean something.
 """
 
-import importlib.util
+import importlib
 import json
 import time
 from pathlib import Path
@@ -17,9 +17,9 @@ from pathlib import Path
 import keras
 
 import zoo.layers
-from zoo import presets, training
+from zoo.training import shipping
 
-EXPERIMENTS_DIR = presets.shipped_folder("experiments", "training/experiments")
+EXPERIMENTS_DIR = Path(__file__).resolve().parent / "experiments"
 CELLS = {"rnn": zoo.layers.SimpleRNN, "lstm": zoo.layers.LSTM, "gru": zoo.layers.GRU}
 CELL_NAMES = {"rnn": "vanilla RNN", "lstm": "LSTM", "gru": "GRU"}
 
@@ -33,10 +33,7 @@ def run(name, out_dir, quick=False, printer=print):
     """Run one experiment; returns its results (also written to ``out_dir/NAME.json``)."""
     if name not in names():
         raise ValueError(f"Unknown experiment {name!r}; known: {', '.join(names())}.")
-    spec = importlib.util.spec_from_file_location(f"zoo_experiment_{name}",
-                                                  EXPERIMENTS_DIR / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = importlib.import_module(f"zoo.experiments.{name}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -46,7 +43,7 @@ def run(name, out_dir, quick=False, printer=print):
         "command": f"zoo experiment {name} --out {out_dir}" + (" --quick" if quick else ""),
         "quick": quick,
         "wall_time_seconds": round(time.time() - started),
-        "machine": training.machine(),
+        "machine": shipping.machine(),
         **results,
     }
     (out_dir / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")

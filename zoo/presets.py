@@ -39,20 +39,13 @@ class PresetError(ValueError):
     """A preset cannot be found, verified or loaded."""
 
 
-def shipped_folder(installed_name, repository_path):
-    """A data folder that ships with zoo (see pyproject.toml's package-dir).
-
-    A regular install carries it inside the package (``zoo/INSTALLED_NAME``); a
-    source checkout or editable install reads it from the repository.
-    """
-    package_dir = Path(__file__).resolve().parent
-    installed = package_dir / installed_name
-    return installed if installed.is_dir() else package_dir.parent / repository_path
-
-
 def presets_root():
-    """The folder of the presets that ship with zoo (``saved_models/``)."""
-    return shipped_folder("saved_models", "saved_models")
+    """The folder of the presets that ship with zoo: ``saved_models/`` at the top of the
+    repository, installed inside the package as ``zoo/saved_models`` (pyproject.toml's
+    package-dir) by a regular install."""
+    package_dir = Path(__file__).resolve().parent
+    installed = package_dir / "saved_models"
+    return installed if installed.is_dir() else package_dir.parent / "saved_models"
 
 
 def list_models():

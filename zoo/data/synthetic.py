@@ -1,7 +1,7 @@
 """Synthetic sequence tasks of the literature, drawn fresh from a numpy generator.
 
 They probe one ability each, with unlimited data, so that what a model fails at is
-the task, not overfitting (used by the experiments in ``training/experiments``):
+the task, not overfitting (used by the experiments in ``zoo/experiments``):
 
 - ``adding_problem``: remember two marked numbers across ``length`` steps
   (Hochreiter & Schmidhuber 1997, as set up by Le, Jaitly & Hinton 2015).

@@ -21,7 +21,8 @@ import numpy as np
 
 import zoo
 import zoo.models
-from zoo import plots, training
+from zoo import plots
+from zoo.training import translation
 from zoo.data import synthetic
 from zoo.text import TranslationPreprocessor, Vocabulary
 
@@ -42,14 +43,14 @@ def run(out_dir, quick=False, printer=print):
 
 
 def translation_by_length(quick, printer):
-    sources, references = training.preset_splits(PRESETS["attention"])["test"]
+    sources, references = translation.preset_splits(PRESETS["attention"])["test"]
     if quick:
         sources, references = sources[:60], references[:60]
     beam = 1 if quick else 5
     results = {"test_sentences": len(sources), "beam_size": beam, "models": {}}
     for kind, name in PRESETS.items():
         model = zoo.load(name)
-        scores, _ = training.score_translations(model, sources, references, beam_size=beam)
+        scores, _ = translation.score_translations(model, sources, references, beam_size=beam)
         results["models"][kind] = {"preset": name, "bleu": scores["bleu"]["score"],
                                    "bleu_by_source_length": scores["bleu_by_source_length"]}
         printer(f"{name}: BLEU {scores['bleu']['score']} by length "
@@ -115,11 +116,11 @@ def reversal_by_length(quick, printer):
     for kind, model in reversal_models(len(vocabulary), quick).items():
         model.set_preprocessor(TranslationPreprocessor("char", "char", vocabulary, vocabulary,
                                                        model.max_source_length, subwords=False))
-        training.compile_for_training(model, learning_rate=3e-3)
+        translation.compile_for_training(model, learning_rate=3e-3)
         train_rng = np.random.default_rng(0)  # both models see the same strings
         for stage_longest, steps in curriculum:
             pairs = synthetic.reversal(steps * 64, 5, stage_longest, train_rng)
-            data = training.make_dataset(model, *pairs, 64, shuffle=True).dataset()
+            data = translation.make_dataset(model, *pairs, 64, shuffle=True).dataset()
             loss = model.fit(data, epochs=1, verbose=0).history["loss"][-1]
         by_length = {}
         for length, (sources, references) in tests.items():

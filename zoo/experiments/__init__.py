@@ -1,0 +1,1 @@
+"""The experiments that ship with zoo, one module each (``zoo experiment NAME``)."""

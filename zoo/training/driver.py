@@ -1,0 +1,110 @@
+"""The driver: a recipe in, a scored preset out, the same steps for every task.
+
+Read the splits, learn the text pipeline from the training split, then for each seed:
+seed everything, build the model in the strategy's scope, make the datasets, compile,
+and fit with ``loop.fit`` (progress lines, TensorBoard logs, early stopping with the
+best weights restored, checkpoints to resume from). The best seed on validation is
+described, shipped and scored as it ships (``shipping.ship``). What differs between
+tasks is in their ``Task`` (``translation``, ``language_model``, ``classification``).
+"""
+
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from zoo import presets
+from zoo.training import callbacks, loop, recipes, shipping
+from zoo.training.classification import ClassificationTask
+from zoo.training.language_model import LanguageModelTask
+from zoo.training.translation import GeneratedTask, TranslationTask
+
+TASKS = {
+    "translation": TranslationTask,
+    "date_normalization": GeneratedTask,
+    "addition": GeneratedTask,
+    "language_modeling": LanguageModelTask,
+    "classification": ClassificationTask,
+}
+
+
+def task_of(recipe_or_metadata):
+    """The ``Task`` class of a recipe, or of a preset's metadata."""
+    name = getattr(recipe_or_metadata, "task", None) or recipe_or_metadata.get("task",
+                                                                               "translation")
+    return TASKS[name]
+
+
+def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_dir=None,
+          command=None, tfds_name=None, printer=print, options=None):
+    """Train a preset from a recipe (a ``recipes.Recipe`` or a dict); returns its directory.
+
+    By default on the recipe's corpus into ``saved_models/NAME``; with ``data_file`` (a
+    file of the task's examples) or ``tfds_name`` (a tensorflow-datasets translation
+    corpus) the same architecture is trained on other data and ``out_dir`` is required.
+    ``options`` (``loop.Options``): the ``tf.distribute`` strategy and the checkpoints to
+    resume from.
+    """
+    started = time.time()
+    recipe = recipes.from_dict(recipe)
+    if (data_file or tfds_name) and not out_dir:
+        raise ValueError("Training on other data needs an output directory (--out DIR).")
+    task_class = task_of(recipe)
+    if tfds_name:
+        if task_class is not TranslationTask:
+            raise ValueError(f"--tfds applies to translation recipes; {recipe.name} is a "
+                             f"{recipe.task} recipe.")
+        task = TranslationTask.on_tfds(recipe, tfds_name, printer)
+    else:
+        task = task_class(recipe, data_file, data_dir, printer)
+    options = options or loop.Options()
+    splits = task.read_splits()
+    preprocessor = task.build_preprocessor(splits)
+    runs = {seed: _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first=i == 0)
+            for i, seed in enumerate(task.recipe.seeds_to_train())}
+    choose = max if task.monitor.endswith("accuracy") else min
+    seed = choose(runs, key=lambda s: choose(runs[s][1][task.monitor]))
+    model, history = runs[seed]
+    best_epoch = int(np.argmax(history[task.monitor]) if choose is max
+                     else np.argmin(history[task.monitor])) + 1
+    record = {**shipping.training_record(task.recipe, command, started,
+                                         len(history[task.monitor]), best_epoch),
+              **task.training_summary(history)}
+    if len(runs) > 1:
+        record["seed"] = seed
+        record[f"best_{task.monitor}_by_seed"] = {
+            str(s): task.best_of_history(h) for s, (_, h) in runs.items()}
+    metadata = task.describe(model, splits, record)
+    directory = shipping.ship(model, Path(out_dir or presets.presets_root() / recipe.name),
+                              metadata, lambda shipped: task.score(shipped, splits), task.card)
+    options.remove_checkpoints()  # the preset is written: a new run starts afresh
+    return directory
+
+
+def _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first):
+    """One training from ``seed``: ``(model with its best weights, history)``. With
+    several seeds, each has its own checkpoints and logs (``seed_N``)."""
+    recipe = task.recipe
+    # (``epochs`` as asked, None for the recipe's: a checkpoint's run is identified so)
+    description = {"recipe": recipe.written, "epochs": epochs, "data": task.data_name}
+    epochs = epochs or recipe.epochs
+    log_dir = Path(log_dir or Path("runs") / recipe.name)
+    if recipe.seeds:
+        description["seed"] = seed
+        options, log_dir = options.part(f"seed_{seed}"), log_dir / f"seed_{seed}"
+    keras.utils.set_random_seed(seed)
+    with options.scope():
+        model = task.build_model(preprocessor)
+    if first:
+        task.printer(task.summary(splits, preprocessor, model))
+    train_data, validation_data = task.datasets(model, splits, seed)
+    with options.scope():
+        task.compile(model, len(train_data), epochs)
+    history = loop.fit(
+        model, train_data, epochs, validation_data.dataset(),
+        callbacks.standard_callbacks(recipe, log_dir, task.monitor, task.reduce_on_plateau()),
+        description, options, validation_metrics=task.validation_metrics)
+    if recipe.seeds:
+        task.printer(f"seed {seed}: best {task.monitor} {task.best_of_history(history)}")
+    return model, history

@@ -1,0 +1,169 @@
+"""Recipes: a preset's hyper-parameters as data, one typed dataclass per kind of task.
+
+A recipe is a JSON file in ``zoo/recipes/`` (or any path); ``load_recipe(name or path)``
+reads and checks it. Each default lives here, in the dataclass of its task. An unknown
+or misspelt key, or a value of the wrong type, is a one-line error naming it and the
+accepted keys, raised before any data is read. ``recipe.written`` keeps the recipe as
+written (with its name): it is what a preset's metadata records and what identifies a
+run's checkpoints.
+"""
+
+import dataclasses
+import json
+import types
+import typing
+from pathlib import Path
+
+RECIPES_DIR = Path(__file__).resolve().parent.parent / "recipes"
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot be trained as written."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Recipe:
+    """What every recipe says: the model, its data, and how it is optimised."""
+
+    name: str
+    task: str
+    corpus: str
+    model: str
+    description: str = ""
+    model_config: dict = dataclasses.field(default_factory=dict)
+    vocabulary: dict = dataclasses.field(default_factory=dict)
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    ema_momentum: float | None = None  # Polyak averaging of the weights (``optimizer.adam``)
+    epochs: int = 30
+    patience: int = 3  # epochs without progress before early stopping
+    seed: int = 0
+    seeds: list | None = None  # several trainings, the best on validation ships
+    weights_dtype: str = "float32"
+    written: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    def seeds_to_train(self):
+        return list(self.seeds) if self.seeds else [self.seed]
+
+    def replace(self, **changes):
+        """This recipe with ``changes`` (they become part of what is written)."""
+        return from_dict({**self.written, **changes})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TranslationRecipe(Recipe):
+    """A sequence-to-sequence model on Tatoeba pairs (or a user's TSV, or a tfds corpus)."""
+
+    source_language: str
+    target_language: str
+    vocabulary: dict = dataclasses.field(default_factory=lambda: {"min_count": 2})
+    metric: str = "bleu"
+    max_train_tokens: int | None = None  # longer training pairs are left out
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GeneratedTaskRecipe(TranslationRecipe):
+    """A character-level sequence-to-sequence task whose data the project generates
+    (``zoo.data.generated``: dates, addition)."""
+
+    examples: dict  # {"train": N, "validation": N, "test": N}
+    metric: str = "exact_match"
+    typed_share: float | None = None  # dates: the share written as people type them
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LanguageModelRecipe(Recipe):
+    """A character language model on a text."""
+
+    sequence_length: int = 128
+    learning_rate: float = 2e-3
+    learning_rate_decay: str | None = None  # "cosine": to 5% over the planned epochs
+    patience: int = 2
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClassificationRecipe(Recipe):
+    """A text classifier on labelled sentences."""
+
+    vocabulary: dict = dataclasses.field(default_factory=lambda: {"min_count": 1})
+    templated_examples: int | None = None  # SST-2 only (``zoo.data.sentiment_templates``)
+    epochs: int = 10
+    patience: int = 2
+
+
+RECIPE_CLASSES = {
+    "translation": TranslationRecipe,
+    "date_normalization": GeneratedTaskRecipe,
+    "addition": GeneratedTaskRecipe,
+    "language_modeling": LanguageModelRecipe,
+    "classification": ClassificationRecipe,
+}
+
+
+def load_recipe(name_or_path):
+    """The recipe ``NAME`` of ``zoo/recipes``, or the JSON file at a path."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = RECIPES_DIR / f"{name_or_path}.json"
+    if not path.is_file():
+        known = sorted(p.stem for p in RECIPES_DIR.glob("*.json"))
+        raise FileNotFoundError(
+            f"Recipe {str(name_or_path)!r} not found. Known recipes: {', '.join(known) or 'none'}."
+        )
+    try:
+        written = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise RecipeError(f"Recipe {path} is not valid JSON: {error}.") from None
+    if not isinstance(written, dict):
+        raise RecipeError(f"Recipe {path} must be a JSON object; it holds a "
+                          f"{type(written).__name__}.")
+    return from_dict({"name": path.stem, **written}, source=str(path))
+
+
+def from_dict(written, source=None):
+    """The typed recipe of a dict (a recipe as written; ``task`` defaults to translation)."""
+    if isinstance(written, Recipe):
+        return written
+    source = source or f"recipe {written.get('name', '?')!r}"
+    task = written.get("task", "translation")
+    if task not in RECIPE_CLASSES:
+        raise RecipeError(f"{source}: unknown task {task!r}; known: {', '.join(RECIPE_CLASSES)}.")
+    recipe_class = RECIPE_CLASSES[task]
+    fields = {f.name: f for f in dataclasses.fields(recipe_class) if f.name != "written"}
+    accepted = ", ".join(sorted(fields))
+    for key, value in written.items():
+        if key not in fields:
+            raise RecipeError(f"{source}: unknown key {key!r} for a {task} recipe; accepted "
+                              f"keys: {accepted}.")
+        expected = typing.get_type_hints(recipe_class)[key]
+        if not _is_of(value, expected):
+            raise RecipeError(f"{source}: {key!r} must be {_type_name(expected)}; received "
+                              f"{value!r} ({type(value).__name__}).")
+    missing = [name for name, f in fields.items() if name not in written and name != "task"
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise RecipeError(f"{source}: missing key(s) {', '.join(map(repr, missing))} for a "
+                          f"{task} recipe; accepted keys: {accepted}.")
+    values = {key: value for key, value in written.items()}
+    values.setdefault("task", task)
+    return recipe_class(**values, written=dict(written))
+
+
+def _is_of(value, expected):
+    if isinstance(expected, types.UnionType):
+        return any(_is_of(value, option) for option in typing.get_args(expected))
+    if expected is type(None):
+        return value is None
+    if expected is float:  # JSON writes 1e-3 and 1 alike
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, expected)
+
+
+def _type_name(expected):
+    if isinstance(expected, types.UnionType):
+        return " or ".join(_type_name(option) for option in typing.get_args(expected))
+    return {type(None): "null", dict: "an object", list: "a list", str: "a string",
+            int: "an integer", float: "a number", bool: "true or false"}.get(expected,
+                                                                           expected.__name__)

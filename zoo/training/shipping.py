@@ -1,0 +1,61 @@
+"""What a trained preset ships with: it is saved, loaded back and scored as it ships,
+and its metadata records how it was trained."""
+
+import os
+import platform
+import time
+
+import keras
+import tensorflow as tf
+
+from zoo import presets
+
+
+def training_record(recipe, command, started, epochs_run, best_epoch):
+    """How a preset was trained, for its metadata (the recipe as it was written)."""
+    return {
+        "recipe": recipe.written,
+        "command": command or "zoo train " + recipe.name,
+        "epochs_run": epochs_run,
+        "best_epoch": best_epoch,
+        "wall_time_seconds": round(time.time() - started),
+        "machine": machine(),
+    }
+
+
+def machine():
+    gpu = "GPU" if tf.config.list_physical_devices("GPU") else "no GPU"
+    return (f"{platform.machine()}, {os.cpu_count()} CPU cores, {platform.system()}; "
+            f"TensorFlow {tf.__version__}, Keras {keras.__version__}; {gpu}")
+
+
+def card_training_lines(metadata, sizes_key):
+    """The model card's "Training" section (every kind of preset)."""
+    training, data = metadata["training"], metadata["data"]
+    return [
+        "## Training",
+        "",
+        f"- command: `{training['command']}`",
+        f"- data: {data.get('file') or data['generator']} ({data[sizes_key]}); split "
+        f"{data['split']}",
+        f"- epochs: {training['epochs_run']} (best {training['best_epoch']}), wall time "
+        f"{training['wall_time_seconds'] / 60:.0f} min on {training['machine']}",
+        f"- weights stored as {metadata['weights_dtype']}; file size "
+        f"{metadata.get('size_bytes', 0) / 1e6:.1f} MB",
+    ]
+
+
+def ship(model, out_dir, metadata, score, card):
+    """Save a preset, score what ships, and save it again with its scores and card.
+
+    What ships is scored -- the preset loaded back, its weights in the dtype they are
+    stored in -- not the model in memory. ``score(shipped)`` returns the metadata to
+    add (scores and ``headline``); ``card(metadata)`` writes the model card.
+    """
+    weights_dtype = metadata["weights_dtype"]
+    directory = presets.save(model, out_dir, metadata=metadata, weights_dtype=weights_dtype)
+    shipped = presets.load(directory)
+    metadata = {**presets.describe(directory), **score(shipped)}
+    presets.save(shipped, directory, metadata=metadata, card=card(metadata),
+                 weights_dtype=weights_dtype)
+    return directory

@@ -1,0 +1,76 @@
+"""What the driver asks of each kind of preset (``zoo.training.driver`` calls these in
+order): its data splits, its text pipeline and model, its datasets, how it is compiled,
+scored and described."""
+
+
+class Task:
+    """One kind of preset, trained from a typed recipe.
+
+    Subclasses say how; the driver (seeding, strategy scope, the loop, shipping) is the
+    same for all. ``monitor`` is what early stopping and the choice among seeds watch.
+    """
+
+    monitor = "val_loss"
+    validation_metrics = None  # {name: fn(y_true, y_pred)} beside the validation loss
+
+    def __init__(self, recipe, data_file=None, data_dir=None, printer=print):
+        self.recipe, self.data_file, self.data_dir, self.printer = (recipe, data_file, data_dir,
+                                                                    printer)
+
+    @property
+    def data_name(self):
+        """What the run's checkpoints record of its data."""
+        return str(self.data_file or "")
+
+    def read_splits(self):
+        """``{"train", "validation", "test"}``, each the task's examples."""
+        raise NotImplementedError
+
+    def build_preprocessor(self, splits):
+        """The text pipeline, learned from the training split only."""
+        raise NotImplementedError
+
+    def build_model(self, preprocessor):
+        """A built model holding ``preprocessor`` (called inside the strategy's scope)."""
+        raise NotImplementedError
+
+    def datasets(self, model, splits, seed):
+        """``(train, validation)``: ``loop.EpochData`` each."""
+        raise NotImplementedError
+
+    def compile(self, model, steps_per_epoch, epochs):
+        """Optimizer and loss (called inside the strategy's scope)."""
+        raise NotImplementedError
+
+    def reduce_on_plateau(self):
+        return True
+
+    def summary(self, splits, preprocessor, model):
+        """The line printed before training."""
+        raise NotImplementedError
+
+    def best_of_history(self, history):
+        """The best validation figure of a run (seeds are compared by it)."""
+        return round(float(min(history["val_loss"])), 4)
+
+    def training_summary(self, history):
+        """What the metadata's training record adds from the chosen run's history."""
+        return {"best_val_loss": self.best_of_history(history)}
+
+    def describe(self, model, splits, record):
+        """The preset's metadata before scoring; ``record``: how it was trained."""
+        raise NotImplementedError
+
+    def score(self, shipped, splits):
+        """The scores of the shipped preset (and its ``headline``), for its metadata."""
+        raise NotImplementedError
+
+    def card(self, metadata):
+        """The model card (README.md) from the metadata."""
+        raise NotImplementedError
+
+    @staticmethod
+    def evaluate_file(model, path, beam_size=1, batch_size=64):
+        """A trained model scored on a user's file of the task's examples (``zoo
+        evaluate``): ``(result for --json, lines to print)``."""
+        raise NotImplementedError

@@ -1,0 +1,473 @@
+"""Sequence-to-sequence presets: translators on Tatoeba pairs (or a user's TSV, or a
+tensorflow-datasets corpus), and the character-level tasks whose data the project
+generates (dates, addition).
+
+Batches are bucketed by length (``batches.bucketed_dataset``); the loss is masked on
+padding. After training, the beam-search length penalty is chosen on the validation
+split; the shipped preset is scored on the test split, greedy and beam 5.
+"""
+
+import keras
+import tensorflow as tf
+
+import zoo.models
+from zoo import evaluation, presets
+from zoo.data import generated, tatoeba, written_by_hand
+from zoo.text import END_ID, START_ID, TranslationPreprocessor, Vocabulary, tokenize
+from zoo.text.vocabulary import pad_batch
+from zoo.training import recipes, shipping
+from zoo.training.batches import bucketed_dataset
+from zoo.training.optimizer import adam
+from zoo.training.task import Task
+
+LENGTH_PENALTIES = (0.0, 0.6, 1.0, 1.5, 2.0)
+
+
+# -- data ----------------------------------------------------------------------------------
+
+
+def pair_sides(pairs, source_language):
+    """(sources, targets) as strings: English is the source when source_language is 'en'."""
+    english_is_source = source_language == "en"
+    sources = [p.english if english_is_source else p.other for p in pairs]
+    targets = [p.other if english_is_source else p.english for p in pairs]
+    return sources, targets
+
+
+def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, seed=0):
+    """Batches ``((source, [START] target), target [END])``, bucketed by length."""
+    source_rows = model.preprocessor.source_rows(sources)
+    target_rows = model.preprocessor.target_rows(targets)
+    keep = [
+        i for i in range(len(source_rows))
+        if source_rows[i] and (max_tokens is None or max(len(source_rows[i]), len(target_rows[i])) <= max_tokens)
+    ]
+
+    def batch_of(batch):
+        sources_ids = pad_batch([source_rows[i] for i in batch])
+        decoder_in = pad_batch([[START_ID] + target_rows[i] for i in batch])
+        decoder_out = pad_batch([target_rows[i] + [END_ID] for i in batch])
+        return (sources_ids, decoder_in), decoder_out
+
+    spec = tf.TensorSpec([None, None], tf.int32)
+    return bucketed_dataset(keep, lambda i: len(target_rows[i]), batch_of, ((spec, spec), spec),
+                            batch_size, shuffle, seed)
+
+
+def tsv_dataset(model, path, batch_size=64, shuffle=True):
+    """A ``fit``-ready dataset from a TSV of pairs (English first), in the model's direction.
+
+    The model's vocabularies are kept: a word they lack is spelled in pieces (only a
+    character never seen in training becomes ``[UNK]``).
+    """
+    sources, targets = pair_sides(tatoeba.read_pairs(path), model.source_language)
+    return make_dataset(model, sources, targets, batch_size, shuffle=shuffle).dataset()
+
+
+def compile_for_training(model, learning_rate=1e-3, clipnorm=1.0, ema_momentum=None):
+    """Adam and the masked loss: padding positions (id 0) do not count."""
+    model.compile(
+        optimizer=adam(learning_rate, ema_momentum, clipnorm),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+    )
+    return model
+
+
+# -- scores --------------------------------------------------------------------------------
+
+
+def metric_of(metadata):
+    """The metric a sequence-to-sequence preset is judged by: BLEU unless it says otherwise."""
+    return metadata.get("metric", "bleu")
+
+
+def score_translations(model, sources, references, beam_size=1, metric="bleu"):
+    hypotheses = model.translate(sources, beam_size=beam_size, check_outputs=False)
+    target = model.target_language
+    if metric == "exact_match":
+        return {
+            "exact_match": evaluation.exact_match(hypotheses, references),
+            "exact_match_by_source_length": evaluation.by_source_length(
+                sources, hypotheses, references, model.source_language,
+                lambda h, r: evaluation.exact_match(h, r)["score"], "exact_match"),
+        }, hypotheses
+    return {
+        "bleu": evaluation.bleu(hypotheses, references, target),
+        "chrf": evaluation.chrf(hypotheses, references),
+        "unknown_outputs": evaluation.unknown_outputs(hypotheses),
+        "bleu_by_source_length": evaluation.bleu_by_source_length(
+            sources, hypotheses, references, model.source_language, target
+        ),
+    }, hypotheses
+
+
+def choose_length_penalty(model, sources, references, candidates=LENGTH_PENALTIES, beam_size=5,
+                          metric="bleu"):
+    """The GNMT alpha that scores best on the validation split (never the test split)."""
+    results = {}
+    for alpha in candidates:
+        model.length_penalty = alpha
+        hypotheses = model.translate(sources, beam_size=beam_size, check_outputs=False)
+        results[alpha] = evaluation.sequence_score(metric, hypotheses, references,
+                                                   model.target_language)
+    model.length_penalty = max(results, key=results.get)
+    return results
+
+
+def tune_decoding(model, sources, references, metric, printer):
+    """Pick the beam-search length penalty on validation; the metric of greedy and beam 5 there."""
+    alpha_results = choose_length_penalty(model, sources, references, metric=metric)
+    printer(f"length penalty on validation {metric}: {alpha_results} -> {model.length_penalty}")
+    greedy = evaluation.sequence_score(metric, model.translate(sources, check_outputs=False),
+                                       references, model.target_language)
+    return {"greedy": greedy, "beam5": alpha_results[model.length_penalty]}
+
+
+# -- the tasks -----------------------------------------------------------------------------
+
+
+class TranslationTask(Task):
+    """A translator on a Tatoeba corpus, a user's TSV of pairs, or a tfds corpus."""
+
+    tfds_name = None
+
+    @classmethod
+    def on_tfds(cls, recipe, tfds_name, printer=print):
+        """The task on a tensorflow-datasets translation corpus: its supervised keys give
+        the direction (``ted_hrlr_translate/pt_to_en``), its own splits are used."""
+        import tensorflow_datasets as tfds
+
+        source_key, target_key = tfds.builder(tfds_name).info.supervised_keys
+        task = cls(recipe.replace(source_language=source_key, target_language=target_key,
+                                  corpus=f"tfds:{tfds_name}"), printer=printer)
+        task.tfds_name = tfds_name
+        return task
+
+    @property
+    def data_name(self):
+        return str(self.data_file or self.tfds_name or "")
+
+    def read_splits(self):
+        if self.tfds_name:
+            return _tfds_splits(self.tfds_name)
+        if self.data_file:
+            pairs = tatoeba.read_pairs(self.data_file)
+        else:
+            pairs = tatoeba.load(self.recipe.corpus, self.data_dir)
+        return {name: pair_sides(subset, self.recipe.source_language)
+                for name, subset in tatoeba.split(pairs).items()}
+
+    def build_preprocessor(self, splits):
+        """WordPiece pieces of the recipe's ``vocabulary`` sizes, or (``"subwords": false``)
+        whole words seen at least ``min_count`` times."""
+        recipe, settings = self.recipe, self.recipe.vocabulary
+        languages = recipe.source_language, recipe.target_language
+        max_source_length = recipe.model_config.get("max_source_length", 64)
+        task_rules = generated.TEXT_RULES.get(recipe.corpus, {})
+        if settings.get("subwords", False):
+            return TranslationPreprocessor.train(*splits["train"], *languages,
+                                                 settings["source_size"], settings["target_size"],
+                                                 max_source_length, **task_rules)
+        source, target = (
+            Vocabulary.build([tokenize(t, language) for t in texts], settings.get("min_count", 2))
+            for language, texts in zip(languages, splits["train"])
+        )
+        return TranslationPreprocessor(*languages, source, target, max_source_length,
+                                       subwords=False, **task_rules)
+
+    def build_model(self, preprocessor):
+        recipe = self.recipe
+        model = getattr(zoo.models, recipe.model)(
+            recipe.source_language, recipe.target_language, len(preprocessor.source_vocabulary),
+            len(preprocessor.target_vocabulary), **recipe.model_config)
+        model.build()
+        model.set_preprocessor(preprocessor)
+        return model
+
+    def datasets(self, model, splits, seed):
+        batch_size = self.recipe.batch_size
+        return (make_dataset(model, *splits["train"], batch_size, shuffle=True,
+                             max_tokens=self.recipe.max_train_tokens, seed=seed),
+                make_dataset(model, *splits["validation"], batch_size, shuffle=False))
+
+    def compile(self, model, steps_per_epoch, epochs):
+        compile_for_training(model, self.recipe.learning_rate,
+                             ema_momentum=self.recipe.ema_momentum)
+
+    def summary(self, splits, preprocessor, model):
+        return (f"{self.recipe.name}: {len(splits['train'][0])} training pairs, vocabularies "
+                f"{len(preprocessor.source_vocabulary)} / {len(preprocessor.target_vocabulary)}, "
+                f"{model.count_params():,} parameters")
+
+    def describe(self, model, splits, record):
+        recipe, metric, preprocessor = self.recipe, self.recipe.metric, model.preprocessor
+        return {
+            "task": recipe.task,
+            "metric": metric,
+            "description": recipe.description,
+            "architecture": recipe.model,
+            "source_language": recipe.source_language,
+            "target_language": recipe.target_language,
+            "data": self.data_description(splits),
+            "vocabulary": {"source": len(preprocessor.source_vocabulary),
+                           "target": len(preprocessor.target_vocabulary), **recipe.vocabulary,
+                           "pieces": "WordPiece (zoo.text.wordpiece)" if preprocessor.subwords
+                           else "whole words"},
+            "training": record,
+            f"validation_{metric}": tune_decoding(model, *splits["validation"], metric,
+                                                  self.printer),
+            "length_penalty": model.length_penalty,
+            "weights_dtype": recipe.weights_dtype,
+        }
+
+    def data_description(self, splits):
+        if self.recipe.corpus.startswith("tfds:"):
+            source = {"file": self.recipe.corpus, "split": "the dataset's own splits"}
+        elif self.data_file:
+            source = {"file": str(self.data_file), "sha256": presets.sha256(self.data_file)}
+        else:
+            info = tatoeba.CORPORA[self.recipe.corpus]
+            source = {"file": f"tatoeba/{info['file']}", "url": info["url"],
+                      "sha256": info["sha256"],
+                      "licence": "CC-BY 2.0 (France), Tatoeba contributors"}
+        return {
+            "split": "groups of pairs sharing a sentence on either side, 90/5/5 by hash "
+                     "(zoo.data.tatoeba.split)",
+            **source,
+            "pairs": {name: len(sides[0]) for name, sides in splits.items()},
+        }
+
+    def score(self, shipped, splits):
+        """The test split, greedy and beam 5."""
+        test_sources, test_references = splits["test"]
+        metric = self.recipe.metric
+        metrics = {}
+        for name, beam in (("greedy", 1), ("beam5", 5)):
+            result, _ = score_translations(shipped, test_sources, test_references,
+                                           beam_size=beam, metric=metric)
+            metrics[name] = result
+            self.printer(f"test {name}: " + ", ".join(
+                f"{key} {value['score']}" for key, value in result.items() if "score" in value))
+        label = "BLEU" if metric == "bleu" else "exact match %"
+        return {"test": {"sentences": len(test_sources), **metrics},
+                "headline": f"test {label} {metrics['beam5'][metric]['score']} (beam 5), "
+                            f"{metrics['greedy'][metric]['score']} (greedy)"}
+
+    def card(self, metadata):
+        return model_card(metadata)
+
+    @staticmethod
+    def read_pairs(model, path):
+        """A user's TSV of pairs, English first, as (sources, references) in the model's
+        direction."""
+        return pair_sides(tatoeba.read_pairs(path), model.source_language)
+
+    @classmethod
+    def evaluate_file(cls, model, path, beam_size=1, batch_size=64):
+        sources, references = cls.read_pairs(model, path)
+        if not sources:
+            raise ValueError(f"{path} holds no sentence pairs.")
+        hypotheses = _translate_with_progress(model, sources, beam_size, batch_size)
+        bleu = evaluation.bleu(hypotheses, references, model.target_language)
+        chrf = evaluation.chrf(hypotheses, references)
+        holes = evaluation.unknown_outputs(hypotheses)
+        return ({"metric": "bleu", "value": bleu["score"], "examples": len(sources),
+                 "signature": bleu["signature"], "chrf": chrf["score"], "beam_size": beam_size,
+                 "unknown_outputs": holes["count"]},
+                [f"BLEU {bleu['score']}  ({bleu['signature']})",
+                 f"chrF {chrf['score']}  ({chrf['signature']})",
+                 f"[UNK] in {holes['count']} of {holes['examples']} outputs ({holes['percent']}%)"])
+
+
+def _translate_with_progress(model, sources, beam_size, batch_size):
+    progress = keras.utils.Progbar(len(sources), unit_name="sentence")
+    hypotheses = []
+    for start in range(0, len(sources), batch_size):
+        chunk = sources[start : start + batch_size]
+        hypotheses += model.translate(chunk, beam_size=beam_size, check_outputs=False)
+        progress.add(len(chunk))
+    return hypotheses
+
+
+class GeneratedTask(TranslationTask):
+    """A character-level task whose data the project generates (``zoo.data.generated``);
+    it is also scored on input written by hand (``zoo.data.written_by_hand``)."""
+
+    def read_splits(self):
+        recipe = self.recipe
+        if self.data_file:
+            raise ValueError(f"{recipe.name} trains on data the project generates "
+                             f"({recipe.corpus}); it takes no --data file.")
+        options = {"typed_share": recipe.typed_share} if recipe.typed_share is not None else {}
+        return generated.splits(recipe.corpus, recipe.examples, recipe.seed, **options)
+
+    def data_description(self, splits):
+        corpus = self.recipe.corpus
+        return {"generator": f"zoo.data.generated.{generated.TASKS[corpus].__name__}",
+                "split": generated.SPLIT_RULE[corpus],
+                "pairs": {name: len(sides[0]) for name, sides in splits.items()}}
+
+    def score(self, shipped, splits):
+        return {**super().score(shipped, splits),
+                **behaviour_of(shipped, self.recipe.corpus, self.printer)}
+
+    @staticmethod
+    def evaluate_file(model, path, beam_size=1, batch_size=64):
+        """A TSV of (input, expected answer) pairs, scored by exact match."""
+        sources, references = generated.read_tsv(path)
+        if not sources:
+            raise ValueError(f"{path} holds no sentence pairs.")
+        hypotheses = _translate_with_progress(model, sources, beam_size, batch_size)
+        result = evaluation.exact_match(hypotheses, references)
+        return ({"metric": "exact_match", "value": result["score"], "examples": len(sources),
+                 "beam_size": beam_size},
+                [f"exact match {result['score']}% ({result['correct']} of {len(sources)})"])
+
+
+def _tfds_splits(dataset_name):
+    import tensorflow_datasets as tfds
+
+    splits = {}
+    for split in ("train", "validation", "test"):
+        dataset = tfds.load(dataset_name, split=split, as_supervised=True)
+        pairs = [(s.decode("utf-8"), t.decode("utf-8")) for s, t in tfds.as_numpy(dataset)]
+        splits[split] = ([s for s, _ in pairs], [t for _, t in pairs])
+    return splits
+
+
+def behaviour_of(shipped, corpus, printer):
+    """``{"behaviour": ...}`` on the input written by hand for a generated task."""
+    behaviour = written_by_hand.score(shipped, corpus)
+    printer(f"written by hand: {({k: v['percent'] for k, v in behaviour.items()})}")
+    return {"behaviour": behaviour}
+
+
+# -- presets already trained ---------------------------------------------------------------
+
+
+def preset_task(name_or_directory, data_dir=None, printer=print):
+    """The task a preset was trained as, to rebuild its splits (Tatoeba and generated
+    data only: a user's TSV or a tfds corpus cannot be rebuilt from the metadata)."""
+    metadata = presets.describe(name_or_directory)
+    rebuildable = "url" in metadata.get("data", {}) or "generator" in metadata.get("data", {})
+    if not rebuildable or "recipe" not in metadata.get("training", {}):
+        raise ValueError(
+            f"{name_or_directory} was not trained by `zoo train` on a Tatoeba corpus or "
+            "generated data; only such presets can be re-scored or benchmarked on their test "
+            "split.")
+    recipe = recipes.from_dict(metadata["training"]["recipe"])
+    task_class = GeneratedTask if recipe.corpus in generated.TASKS else TranslationTask
+    return task_class(recipe, data_dir=data_dir, printer=printer)
+
+
+def preset_splits(name_or_directory, data_dir=None):
+    """The train/validation/test splits a preset was trained and scored on."""
+    return preset_task(name_or_directory, data_dir).read_splits()
+
+
+def retune_decoding(directory, data_dir=None, printer=print):
+    """Re-choose the length penalty of a trained preset on its validation split and
+    re-score its test split; the weights and the training record stay as they are."""
+    task = preset_task(directory, data_dir, printer)
+    splits = task.read_splits()
+    metadata = presets.describe(directory)
+    model = presets.load(directory)
+    metric = metric_of(metadata)
+    metadata[f"validation_{metric}"] = tune_decoding(model, *splits["validation"], metric,
+                                                     printer)
+    metadata["length_penalty"] = model.length_penalty
+    metadata["training"]["decoding_retuned"] = {
+        "command": f"zoo train {task.recipe.name} --retune-decoding",
+        "length_penalties": list(LENGTH_PENALTIES),
+    }
+    return shipping.ship(model, directory, metadata, lambda shipped: task.score(shipped, splits),
+                         task.card)
+
+
+def record_behaviour(directory, printer=print):
+    """Score a shipped generated-task preset on the input written by hand and write the
+    result into its metadata and card (for presets trained before the check existed);
+    the weights are not touched."""
+    metadata = presets.describe(directory)
+    corpus = metadata["training"]["recipe"]["corpus"]
+    metadata.update(behaviour_of(presets.load(directory), corpus, printer))
+    return presets.rewrite_description(directory, metadata, model_card(metadata))
+
+
+# -- the model card ------------------------------------------------------------------------
+
+
+def text_pipeline_line(vocabulary):
+    """How the preset reads and writes text, for its model card."""
+    if vocabulary.get("subwords"):
+        return (f"Text: words split by `zoo.text`'s rules, then WordPiece pieces learned on the "
+                f"training split (source {vocabulary['source']:,}, target "
+                f"{vocabulary['target']:,} entries, every training character among them).")
+    return (f"Text: whole words or characters (source {vocabulary['source']:,}, target "
+            f"{vocabulary['target']:,} entries); others read as `[UNK]`.")
+def model_card(metadata):
+    test, training = metadata["test"], metadata["training"]
+    lines = [
+        f"# {metadata['name']}",
+        "",
+        metadata.get("description", ""),
+        "",
+        f"Architecture: `{metadata['architecture']}`, {metadata['parameters']:,} parameters; "
+        f"{metadata['source_language']} -> {metadata['target_language']}.",
+        "",
+        text_pipeline_line(metadata["vocabulary"]),
+        "",
+        f"## Test scores ({test['sentences']} examples never seen in training)",
+        "",
+    ]
+    metric = metric_of(metadata)
+    if metric == "bleu":
+        lines += ["| decoding | BLEU | chrF |", "|---|---|---|"]
+        for name in ("greedy", "beam5"):
+            lines.append(f"| {name} | {test[name]['bleu']['score']} | "
+                         f"{test[name]['chrf']['score']} |")
+        if "unknown_outputs" in test["beam5"]:
+            holes = test["beam5"]["unknown_outputs"]
+            lines += ["", f"Outputs with an `[UNK]` (beam 5): {holes['count']} of "
+                          f"{holes['examples']} ({holes['percent']}%)."]
+        lines += ["", f"BLEU signature: `{test['beam5']['bleu']['signature']}`",
+                  f"chrF signature: `{test['beam5']['chrf']['signature']}`"]
+    else:
+        lines += ["| decoding | exact match % | correct |", "|---|---|---|"]
+        for name in ("greedy", "beam5"):
+            result = test[name]["exact_match"]
+            lines.append(f"| {name} | {result['score']} | "
+                         f"{result['correct']} of {result['examples']} |")
+    label = {"bleu": "BLEU", "exact_match": "exact match %"}[metric]
+    lines += ["", f"{label} by source length (beam 5):", "",
+              f"| source tokens | examples | {label} |", "|---|---|---|"]
+    for bucket, values in test["beam5"][f"{metric}_by_source_length"].items():
+        lines.append(f"| {bucket} | {values['sentences']} | {values[metric]} |")
+    lines += _behaviour_lines(metadata.get("behaviour", {}))
+    lines += [""] + shipping.card_training_lines(metadata, sizes_key="pairs")
+    if "decoding_retuned" in training:
+        retuned = training["decoding_retuned"]
+        lines.append(f"- beam length penalty re-chosen on validation from "
+                     f"{retuned['length_penalties']} after training: `{retuned['command']}`")
+    if "length_penalty" in metadata:
+        lines.append(f"- beam length penalty: {metadata['length_penalty']}")
+    return "\n".join(lines + [""])
+
+
+def _behaviour_lines(behaviour):
+    """The card's section on input written by hand (teaching tasks)."""
+    if not behaviour:
+        return []
+    lines = ["", "## Input written by hand", "",
+             "Typed one by one the way people write, never generated, in no training data "
+             "(`zoo.data.written_by_hand`; beam 5):", "",
+             "| check | passed | of | % |", "|---|---|---|---|"]
+    for check, result in behaviour.items():
+        passed = result["refused"] if check.endswith("refused") else result["correct"]
+        lines.append(f"| {check} | {passed} | {result['examples']} | {result['percent']} |")
+    for check, result in behaviour.items():
+        for text, answer, *expected in result.get("wrong", []) + result.get("answered", []):
+            lines.append(f"- {check}: `{text}` gave `{answer}`"
+                         + (f", not `{expected[0]}`" if expected else ""))
+    return lines
+
