@@ -337,3 +337,32 @@ def test_epoch_data_is_a_function_of_the_epoch():
     # Repeated, a dataset moves on to the next passes (what `fit(dataset.repeat())` sees).
     repeated = [x.numpy() for x, _ in data.dataset(2).repeat(2)]
     assert all(np.array_equal(a, b) for a, b in zip(repeated[len(first):], other))
+
+
+def test_a_checkpoint_restores_into_a_model_built_again_and_refuses_another_shape(tmp_path):
+    """Keras' own saving keys the variables by their place in the model, not by their
+    names (which a second model built in one process changes): a new build of the same
+    architecture resumes; another architecture is refused."""
+    characters = list("abcdef")
+
+    def compiled(units):
+        model = language_model.build_model(characters, {"cell": "lstm", "embedding_dim": 4,
+                                                        "units": units, "dropout": 0.1})
+        model.compile(optimizer=keras.optimizers.Adam(), loss="mse")
+        model.optimizer.build(model.trainable_variables)
+        return model
+
+    first = compiled(8)
+    for variable in first.trainable_variables:
+        variable.assign(np.random.default_rng(0).normal(size=variable.shape))
+    loop._Checkpoint(tmp_path, first, {"run": 1}).save(0, 3, [], keras.callbacks.History())
+    again = compiled(8)
+    assert [v.path for v in again.weights] != [v.path for v in first.weights]
+    assert loop._Checkpoint(tmp_path, again, {"run": 1}).restore(
+        [], keras.callbacks.History()) == (0, 3)
+    for ours, theirs in zip(again.variables + again.optimizer.variables,
+                            first.variables + first.optimizer.variables, strict=True):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(ours),
+                                      keras.ops.convert_to_numpy(theirs))
+    with pytest.raises(loop.CheckpointMismatch, match="does not match this model's variables"):
+        loop._Checkpoint(tmp_path, compiled(6), {"run": 1}).restore([], keras.callbacks.History())

@@ -33,8 +33,8 @@ import tensorflow as tf
 
 STRATEGIES = ("default", "mirrored", "multi_worker")
 STATE_FILE = "state.json"
-VARIABLES_FILE = "variables.npz"
-BEST_WEIGHTS_FILE = "best_weights.npz"
+VARIABLES_FILE = "variables.weights.h5"
+BEST_WEIGHTS_FILE = "best.weights.h5"
 # Callback attributes that carry state from epoch to epoch (EarlyStopping, ReduceLROnPlateau;
 # SwapEMAWeights' flag: whether the model or the optimizer holds the averaged weights).
 _CALLBACK_STATE = ("wait", "best", "best_epoch", "stopped_epoch", "cooldown_counter",
@@ -233,7 +233,12 @@ def _evaluator(model, metrics):
 
 
 class _Checkpoint:
-    """Training state in ``directory/latest``, replaced atomically on every save.
+    """Training state in ``directory/latest``, replaced atomically on every save: the
+    model's and the optimizer's variables (Keras' own ``save_weights``, which keys them
+    by their place in the model and works on every backend), early stopping's best
+    weights the same way, and a JSON of the loop's own state (epoch, step, history, the
+    callbacks' counters, the weight-average swap flag, and the dropout layers' random
+    states, which ``save_weights`` leaves out, in the model's order).
 
     Every worker of a multi-worker run keeps its own (their weights are identical), so
     each can resume from its own disk: give them different folders on shared storage.
@@ -243,25 +248,41 @@ class _Checkpoint:
         self.directory, self.model = directory, model
         self.run_description = json.loads(json.dumps(run_description or {}))
 
-    def _variables(self):
-        return {"model": self.model.variables, "optimizer": self.model.optimizer.variables}
+    def _random_states(self):
+        """The model's variables that are not weights: the seed generators' states."""
+        weights = {id(variable) for variable in self.model.weights}
+        return [variable for variable in self.model.variables if id(variable) not in weights]
+
+    def _load_weights(self, path):
+        try:
+            self.model.load_weights(path)
+        except (ValueError, KeyError, OSError) as error:
+            raise CheckpointMismatch(f"{path} does not match this model's variables "
+                                     f"({error}); delete it to start afresh.") from None
+
+    def _save_weights_as(self, weights, path):
+        """``weights`` (a ``get_weights`` list) written by Keras' own saving."""
+        current = self.model.get_weights()
+        self.model.set_weights(weights)
+        self.model.save_weights(path)
+        self.model.set_weights(current)
 
     def save(self, epoch, step, callbacks, history):
         staging = self.directory / f".saving-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        np.savez(staging / VARIABLES_FILE, **{
-            f"{group}/{i}": keras.ops.convert_to_numpy(variable)
-            for group, variables in self._variables().items() for i, variable in enumerate(variables)
-        })
+        self.model.save_weights(staging / VARIABLES_FILE)  # the optimizer's variables too
         states = []
         for index, callback in enumerate(callbacks):
             states.append({k: _jsonable(getattr(callback, k)) for k in _CALLBACK_STATE
                            if hasattr(callback, k)})
             if getattr(callback, "best_weights", None) is not None:
-                np.savez(staging / f"{index}_{BEST_WEIGHTS_FILE}", *callback.best_weights)
+                self._save_weights_as(callback.best_weights,
+                                      staging / f"{index}_{BEST_WEIGHTS_FILE}")
         state = {"run": self.run_description, "epoch": epoch, "step": step,
                  "stopped": bool(self.model.stop_training),
+                 "random_states": [keras.ops.convert_to_numpy(variable).tolist()
+                                   for variable in self._random_states()],
                  "history": {k: [float(v) for v in values] for k, values in history.history.items()},
                  "callbacks": states}
         (staging / STATE_FILE).write_text(json.dumps(state, indent=1), encoding="utf-8")
@@ -288,20 +309,20 @@ class _Checkpoint:
                 f"{self.directory} holds the checkpoint of another run (its recipe or options "
                 f"differ from this command's); delete that folder to start afresh, or choose "
                 f"another with --checkpoint-dir.")
-        with np.load(folder / VARIABLES_FILE, allow_pickle=False) as stored:
-            for group, variables in self._variables().items():
-                if len([k for k in stored.files if k.startswith(group + "/")]) != len(variables):
-                    raise CheckpointMismatch(f"{folder} does not match this model's {group} "
-                                             "variables; delete it to start afresh.")
-                for i, variable in enumerate(variables):
-                    variable.assign(stored[f"{group}/{i}"])
         for index, (callback, saved) in enumerate(zip(callbacks, state["callbacks"])):
             for name, value in saved.items():
                 setattr(callback, name, value)
             best = folder / f"{index}_{BEST_WEIGHTS_FILE}"
             if best.is_file():
-                with np.load(best, allow_pickle=False) as weights:
-                    callback.best_weights = [weights[f"arr_{i}"] for i in range(len(weights.files))]
+                self._load_weights(best)
+                callback.best_weights = self.model.get_weights()
+        self._load_weights(folder / VARIABLES_FILE)  # last: these are the model's now
+        random_states = self._random_states()
+        if len(state["random_states"]) != len(random_states):
+            raise CheckpointMismatch(f"{folder} does not match this model's random states; "
+                                     "delete it to start afresh.")
+        for variable, value in zip(random_states, state["random_states"]):
+            variable.assign(np.asarray(value, variable.dtype))
         history.history.update({k: list(v) for k, v in state["history"].items()})
         history.epoch = list(range(len(next(iter(state["history"].values()), []))))
         self.model.stop_training = state["stopped"]
