@@ -197,3 +197,25 @@ def test_every_shipped_recipe_reads_as_its_task():
         recipe = recipes.load_recipe(path.stem)
         assert type(recipe) is recipes.RECIPE_CLASSES[recipe.task]
         assert recipe.written == {"name": path.stem, **json.loads(path.read_text())}
+
+
+def test_a_resumed_run_reads_text_with_the_vocabulary_it_trained_on(pairs_file, tmp_path):
+    """The WordPiece trainer can learn other pieces from the same words in another process
+    (huggingface/tokenizers#1794): the vocabulary is kept beside the checkpoints."""
+    from zoo.training import driver, loop
+
+    options = loop.Options(checkpoint_dir=tmp_path / "checkpoints")
+    recipe = recipes.from_dict(dict(TINY, name="tiny"))
+    task = translation.TranslationTask(recipe, data_file=pairs_file)
+    splits = task.read_splits()
+    first = driver._text_pipeline(task, splits, options)
+    learned_again = []
+    task.build_preprocessor = lambda splits: learned_again.append(1)  # must not be called
+    resumed = driver._text_pipeline(task, splits, options)
+    assert not learned_again
+    assert resumed.source_vocabulary.tokens == first.source_vocabulary.tokens
+    assert resumed.target_vocabulary.tokens == first.target_vocabulary.tokens
+    other = translation.TranslationTask(recipe.replace(batch_size=4), data_file=pairs_file)
+    other.build_preprocessor = lambda splits: learned_again.append(1) or first
+    driver._text_pipeline(other, splits, options)  # another run's checkpoints: learned anew
+    assert learned_again == [1]

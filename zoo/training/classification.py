@@ -49,6 +49,7 @@ class ClassificationTask(Task):
     """A classifier on SST-2 or a user's ``label<TAB>sentence`` file."""
 
     monitor = "val_accuracy"
+    preprocessor_class = ClassifierPreprocessor
     validation_metrics = {"accuracy": keras.metrics.sparse_categorical_accuracy}
 
     def read_splits(self):

@@ -8,6 +8,9 @@ described, shipped and scored as it ships (``shipping.ship``). What differs betw
 tasks is in their ``Task`` (``translation``, ``language_model``, ``classification``).
 """
 
+import json
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from zoo.training.classification import ClassificationTask
 from zoo.training.language_model import LanguageModelTask
 from zoo.training.translation import GeneratedTask, TranslationTask
 
+RUN_FILE = "run.json"  # which run a checkpoint folder's text pipeline belongs to
 TASKS = {
     "translation": TranslationTask,
     "date_normalization": GeneratedTask,
@@ -60,7 +64,7 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
         task = task_class(recipe, data_file, data_dir, printer)
     options = options or loop.Options()
     splits = task.read_splits()
-    preprocessor = task.build_preprocessor(splits)
+    preprocessor = _text_pipeline(task, splits, options)
     runs = {seed: _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first=i == 0)
             for i, seed in enumerate(task.recipe.seeds_to_train())}
     choose = max if task.monitor.endswith("accuracy") else min
@@ -80,6 +84,27 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
                               metadata, lambda shipped: task.score(shipped, splits), task.card)
     options.remove_checkpoints()  # the preset is written: a new run starts afresh
     return directory
+
+
+def _text_pipeline(task, splits, options):
+    """The text pipeline learned from the training split, kept beside the checkpoints: a
+    resumed run reads text into the ids the interrupted one trained on (a vocabulary
+    learned again may differ: the WordPiece trainer is not deterministic,
+    huggingface/tokenizers#1794)."""
+    if not options.checkpoint_dir:
+        return task.build_preprocessor(splits)
+    folder, run = Path(options.checkpoint_dir) / "text", {"recipe": task.recipe.written,
+                                                           "data": task.data_name}
+    if (folder / RUN_FILE).is_file() and json.loads((folder / RUN_FILE).read_text()) == run:
+        return task.preprocessor_class.load(folder)
+    preprocessor = task.build_preprocessor(splits)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".text-", dir=folder.parent))
+    preprocessor.save(staging)
+    (staging / RUN_FILE).write_text(json.dumps(run), encoding="utf-8")
+    shutil.rmtree(folder, ignore_errors=True)
+    staging.rename(folder)
+    return preprocessor
 
 
 def _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first):

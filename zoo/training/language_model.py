@@ -72,6 +72,8 @@ def score(model, text):
 class LanguageModelTask(Task):
     """A character language model on a corpus of ``CORPORA`` or a user's text file."""
 
+    preprocessor_class = CharacterPreprocessor
+
     def read_splits(self):
         if self.data_file:
             return shakespeare.split(shakespeare.read_text(self.data_file))

@@ -11,6 +11,7 @@ class Task:
     """
 
     monitor = "val_loss"
+    preprocessor_class = None  # the text pipeline's class (``save(dir)``, ``load(dir)``)
     validation_metrics = None  # {name: fn(y_true, y_pred)} beside the validation loss
 
     def __init__(self, recipe, data_file=None, data_dir=None, printer=print):

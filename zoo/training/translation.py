@@ -130,6 +130,7 @@ class TranslationTask(Task):
     """A translator on a Tatoeba corpus, a user's TSV of pairs, or a tfds corpus."""
 
     tfds_name = None
+    preprocessor_class = TranslationPreprocessor
 
     @classmethod
     def on_tfds(cls, recipe, tfds_name, printer=print):
