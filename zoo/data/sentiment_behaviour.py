@@ -45,7 +45,7 @@ def _cases():
 
 
 CASES = _cases()
-# The capabilities the negation and contrast target (issue 19: at least 90% together).
+# The capabilities that negation and contrast make up, reported together.
 NEGATION_AND_CONTRAST = ("negated negative", "negated positive", "never", "contrast with but")
 
 

@@ -1,5 +1,5 @@
 """Input for the teaching tasks written by hand, the way people write it: the check of
-how the dates and addition presets meet real input (issue 19), kept apart from training.
+how the dates and addition presets meet real input, kept apart from training.
 
 No generator wrote these and no trainer reads this module: the dates were typed one by
 one in the styles people use (English ordinals, French "1er", capitals, stray spaces,
