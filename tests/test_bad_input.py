@@ -51,6 +51,7 @@ CASES_WITH_ONE_ANSWER = [
 
 @pytest.mark.parametrize("texts", CASES_WITH_ONE_ANSWER, ids=["blank", "unknown", "mixed",
                                                                "longest", "empty_batch"])
+@pytest.mark.slow
 def test_translation_runtimes_agree(translators, texts):
     expected = translators["keras"](texts)
     assert len(expected) == len(texts)
@@ -58,12 +59,14 @@ def test_translation_runtimes_agree(translators, texts):
         assert translators[runtime](texts) == expected, runtime
 
 
+@pytest.mark.slow
 def test_a_source_without_a_known_token_translates_to_nothing(translators):
     for runtime in RUNTIMES:
         assert translators[runtime](["", "   ", "ЖЖЖ", "🙂🙂", "\x00\x07"]) == [""] * 5, runtime
         assert translators[runtime]([SOURCES[0] + "🙂"]) != [""], runtime  # one known token is enough
 
 
+@pytest.mark.slow
 def test_too_long_a_text_is_refused_everywhere(translators):
     for runtime in ("keras", "tflite"):
         with pytest.raises(ValueError, match=f"Text 1 {LENGTH_ERROR}"):
@@ -72,6 +75,7 @@ def test_too_long_a_text_is_refused_everywhere(translators):
         translators["saved_model"]([SOURCES[0], TOO_LONG])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("texts", [[1], [None], b"bytes", [SOURCES[0], 3.5], 42])
 def test_non_strings_are_refused_with_their_position(translators, texts):
     for runtime in ("keras", "tflite"):
@@ -79,12 +83,14 @@ def test_non_strings_are_refused_with_their_position(translators, texts):
             translators[runtime](texts)
 
 
+@pytest.mark.slow
 def test_saved_model_signature_refuses_a_non_string_tensor(translators):
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match="expected to be a string tensor but is a int32 tensor"):
         translators["signature"](texts=tf.constant([1, 2]))
 
 
+@pytest.mark.slow
 def test_saved_model_replaces_invalid_utf8_as_every_runtime_reads_it(translators):
     """Python strings cannot hold invalid UTF-8; the graph reads each bad byte as U+FFFD."""
     served = translators["saved_model"]([NOT_UTF8 + SOURCES[0].encode(), NOT_UTF8])
@@ -127,6 +133,7 @@ def generators(tmp_path_factory):
             "preset": presets.save(model, folder / "preset")}
 
 
+@pytest.mark.slow
 def test_generation_from_an_empty_or_longest_prompt_agrees_at_temperature_0(generators):
     for prompt in ("", "ROMEO:" * (MAX_TEXT_LENGTH // 6)):
         expected = generators["keras"](prompt, 20, temperature=0)
@@ -135,6 +142,7 @@ def test_generation_from_an_empty_or_longest_prompt_agrees_at_temperature_0(gene
             assert generators[runtime](prompt, 20, temperature=0) == expected, runtime
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prompt", ["Zebra", "🙂", "ROMEO:\x07", "ROMEO: 书"])
 def test_a_prompt_with_unknown_characters_is_refused_everywhere(generators, prompt):
     for runtime in ("keras", "tflite"):
@@ -144,6 +152,7 @@ def test_a_prompt_with_unknown_characters_is_refused_everywhere(generators, prom
         generators["saved_model"](prompt, 5)
 
 
+@pytest.mark.slow
 def test_a_prompt_too_long_or_not_a_string_is_refused(generators):
     for runtime in ("keras", "tflite"):
         with pytest.raises(ValueError, match=f"Text 0 {LENGTH_ERROR}"):
@@ -182,6 +191,7 @@ def classifiers(tmp_path_factory):
 @pytest.mark.parametrize("texts", [["", "  "], ["ЖЖЖ", "🙂", "\x00\x07"],
                                    ["a good film 🙂", "a 书 film"], [LONGEST], []],
                          ids=["blank", "unknown", "mixed", "longest", "empty_batch"])
+@pytest.mark.slow
 def test_classifier_runtimes_agree(classifiers, texts):
     expected = classifiers["keras"](texts)
     assert len(expected) == len(texts)
@@ -192,6 +202,7 @@ def test_classifier_runtimes_agree(classifiers, texts):
             [r["probability"] for r in expected], abs=1e-5), runtime
 
 
+@pytest.mark.slow
 def test_classifier_refuses_too_long_and_non_string_texts(classifiers):
     for runtime in ("keras", "tflite"):
         with pytest.raises(ValueError, match=f"Text 0 {LENGTH_ERROR}"):
@@ -210,6 +221,7 @@ def _one_line_error(capsys, *fragments):
         assert fragment in captured.err
 
 
+@pytest.mark.slow
 def test_cli_generate_and_classify_report_bad_input_in_one_line(generators, classifiers, capsys):
     lm, classifier = str(generators["preset"]), str(classifiers["preset"])
     assert main(["generate", lm, "R" * 10_000, "--length", "5"]) == 2

@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from zoo import benchmark
@@ -21,6 +22,7 @@ def test_tutorial_translator_has_the_tutorials_layers():
     assert parameters == embeddings + 3 * gru + attention + normalization + output
 
 
+@pytest.mark.slow
 def test_tutorial_translator_decodes_greedily_and_stops_at_end():
     source_ids = tf.constant([[4, 5, 6], [6, 5, 0]], tf.int32)
     decode, _ = _tutorial()

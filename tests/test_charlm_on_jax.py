@@ -35,6 +35,7 @@ def test_the_trained_network_is_the_language_model(cell):
     np.testing.assert_allclose(np.asarray(model(ids)), np.asarray(network(ids)), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_train_then_ship_writes_a_preset_of_the_trained_weights(tmp_path):
     recipe = {**json.loads((ROOT / "zoo" / "recipes" / "lstm_charlm_shakespeare.json").read_text()),
               "model_config": {**TINY_CONFIG, "cell": "lstm"}, "sequence_length": 32,

@@ -89,6 +89,7 @@ def test_cli_classify_and_evaluate(classifier_preset, tmp_path, capsys):
     assert result == {"metric": "accuracy", "value": 100.0, "examples": 8}
 
 
+@pytest.mark.slow
 def test_sst2_files_are_read_and_checked(tmp_path):
     splits = sst2.load()
     assert len(splits["test"][0]) == 872 and set(splits["test"][1]) == {0, 1}
@@ -116,6 +117,7 @@ def test_validation_takes_whole_sentences_and_leaves_their_phrases_out():
     assert [lines[i] for i in train] == ["moving", "fine", "dull film"]
 
 
+@pytest.mark.slow
 def test_train_writes_a_scored_classifier_preset(tmp_path):
     path = tmp_path / "reviews.tsv"
     lines = [f"{y}\t{t} ({i})\n" for i in range(12) for t, y in REVIEWS]
@@ -133,6 +135,7 @@ def test_train_writes_a_scored_classifier_preset(tmp_path):
 TEXTS = [t for t, _ in REVIEWS] + ["I LOVED it!", "", "zzz qqq", "it's dull"]
 
 
+@pytest.mark.slow
 def test_saved_model_classifies_as_the_model_does(fitted, tmp_path):
     served = tf.saved_model.load(str(export.export(fitted, "saved_model", tmp_path, name="s")))
     result = served.signatures["serving_default"](texts=tf.constant(TEXTS))
@@ -142,6 +145,7 @@ def test_saved_model_classifies_as_the_model_does(fitted, tmp_path):
         r["label"] for r in fitted.classify(TEXTS)]
 
 
+@pytest.mark.slow
 def test_tflite_classifier_is_builtin_only_and_matches_keras(fitted, tmp_path):
     path = export.export(fitted, "tflite", tmp_path, name="s")
     assert builtin_only(tflite_operators(path))

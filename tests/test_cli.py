@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from zoo._startup import is_startup_noise
 
 
@@ -76,6 +78,7 @@ def test_late_native_notices_are_filtered_live():
     assert arrived < time.monotonic() - started - 2  # before the command's end, not after
 
 
+@pytest.mark.slow
 def test_layer_benchmark_reports_both_layers_with_ratios():
     from zoo.benchmark import benchmark_layers
 
@@ -107,6 +110,7 @@ def test_translate_arguments_and_stdin(toy_preset):
     assert result.stdout == "He is happy.\nYou read.\n"
 
 
+@pytest.mark.slow
 def test_attention_plot(toy_preset, tmp_path):
     import matplotlib.image
 
@@ -118,6 +122,7 @@ def test_attention_plot(toy_preset, tmp_path):
     assert width > 300 and height > 200
 
 
+@pytest.mark.slow
 def test_evaluate_json_last_line(toy_preset, tmp_path):
     import json
 
@@ -131,6 +136,7 @@ def test_evaluate_json_last_line(toy_preset, tmp_path):
     assert report["unknown_outputs"] == 0
 
 
+@pytest.mark.slow
 def test_evaluate_empty_file_is_a_clear_error(toy_preset, tmp_path):
     data = tmp_path / "empty.tsv"
     data.write_text("")
@@ -139,6 +145,7 @@ def test_evaluate_empty_file_is_a_clear_error(toy_preset, tmp_path):
     assert result.stderr == f"zoo: error: {data} holds no sentence pairs.\n"
 
 
+@pytest.mark.slow
 def test_export_writes_the_files_and_nothing_but_our_line(toy_preset, tmp_path):
     result = _zoo("export", toy_preset, "--format", "tflite", "--quantize", "dynamic",
                   "--out", tmp_path)
@@ -149,6 +156,7 @@ def test_export_writes_the_files_and_nothing_but_our_line(toy_preset, tmp_path):
     assert (tmp_path / f"{toy_preset.name}.json").is_file()
 
 
+@pytest.mark.slow
 def test_export_and_benchmark_usage_errors(toy_preset, tmp_path):
     result = _zoo("export", toy_preset, "--format", "saved_model", "--quantize", "dynamic",
                   "--out", tmp_path)

@@ -22,6 +22,8 @@ from zoo.export.runner import TFLiteTranslator
 
 from conftest import tflite_operators as _operators
 
+pytestmark = pytest.mark.slow  # exports and conversions: run by .ci/run after the default suite
+
 NAME = "gru_bahdanau_cmn_en"
 
 

@@ -1,6 +1,7 @@
 """Fine-tuning a shipped preset on a user's own pairs, as the README shows."""
 
 import numpy as np
+import pytest
 
 import zoo
 from zoo import training
@@ -28,6 +29,7 @@ def _write_tsv(path, pairs):
     return path
 
 
+@pytest.mark.slow
 def test_fine_tune_a_preset_on_a_users_tsv(tmp_path):
     train_file = _write_tsv(tmp_path / "mine.tsv", USER_PAIRS)
     validation_file = _write_tsv(tmp_path / "mine_val.tsv", USER_VALIDATION)

@@ -146,6 +146,7 @@ def test_cli_refuses_a_model_of_another_task(lm_preset, toy_preset, capsys):
     assert "is a translation model, not a language_modeling model" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_train_writes_a_scored_language_model_preset(tmp_path):
     text_file = tmp_path / "plays.txt"
     text_file.write_text(VERSE * 40, encoding="utf-8")
@@ -166,6 +167,7 @@ def test_train_writes_a_scored_language_model_preset(tmp_path):
     assert f"| test | {metadata['test']['characters']:,} | {metadata['test']['nats_per_char']} |" in card
 
 
+@pytest.mark.slow
 def test_saved_model_generates_what_the_model_generates(fitted, tmp_path):
     served = tf.saved_model.load(str(export.export(fitted, "saved_model", tmp_path, name="lm")))
     generate = served.signatures["serving_default"]
@@ -182,6 +184,7 @@ def test_saved_model_generates_what_the_model_generates(fitted, tmp_path):
         text("But é", 5, 1.0, 0)
 
 
+@pytest.mark.slow
 def test_tflite_step_model_is_builtin_only_and_matches_keras(fitted, tmp_path):
     path = export.export(fitted, "tflite", tmp_path, name="lm")
     assert builtin_only(tflite_operators(path))

@@ -5,7 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import zoo
+
+pytestmark = pytest.mark.slow  # a regular install into a folder: run by .ci/run after the default suite
 
 ROOT = Path(__file__).resolve().parent.parent
 

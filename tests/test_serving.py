@@ -1,10 +1,13 @@
 """Serving under load: many threads give exactly what sequential calls give."""
 
+import pytest
 import tensorflow as tf
 
 import zoo
 from zoo import benchmark, export
 from zoo.cli import main
+
+pytestmark = pytest.mark.slow  # exports and conversions: run by .ci/run after the default suite
 
 DATES = ["30 novembre 2026", "Nov 30, 2026", "2026年11月30日", "30.11.26", "1 janvier 1999",
          "Tuesday, March 4, 1980", "4 марта 1980 г.", "2049-12-31"]

@@ -108,6 +108,7 @@ def test_teaching_task_presets_are_near_perfect_on_unseen_answers(name):
     assert str(metadata["test"]["greedy"]["exact_match"]["score"]) in _readme_row(name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXACT_MATCH)
 def test_teaching_task_exports_answer_as_the_model_does(name, tmp_path):
     import tensorflow as tf
@@ -130,6 +131,7 @@ CLASSIFIERS = [n for n in SHIPPED if zoo.describe(n).get("task") == "classificat
 LANGUAGE_MODELS = [n for n in SHIPPED if zoo.describe(n).get("task") == "language_modeling"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CLASSIFIERS)
 def test_classifier_preset_scores_what_its_metadata_says(name, capsys):
     import json
@@ -147,6 +149,7 @@ def test_classifier_preset_scores_what_its_metadata_says(name, capsys):
     assert result == {"metric": "accuracy", "value": metadata["test"]["accuracy"], "examples": 872}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CLASSIFIERS)
 def test_classifier_preset_exports_agree_with_keras(name, tmp_path):
     import numpy as np
@@ -165,6 +168,7 @@ def test_classifier_preset_exports_agree_with_keras(name, tmp_path):
     np.testing.assert_allclose([lite.probabilities(t) for t in texts], expected, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CLASSIFIERS)
 def test_classifier_preset_fine_tunes_with_keras_fit(name):
     """Sentences the preset gets wrong, learned with a plain Keras ``compile`` and ``fit``."""
@@ -185,6 +189,7 @@ def test_classifier_preset_fine_tunes_with_keras_fit(name):
     assert [c["label"] for c in model.classify(texts)] == [model.labels[y] for y in labels]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LANGUAGE_MODELS)
 def test_language_model_preset_scores_what_its_metadata_says(name):
     from zoo.data import shakespeare
@@ -204,6 +209,7 @@ def test_language_model_preset_scores_what_its_metadata_says(name):
     assert test["nats_per_char"] < 0.6 * unigram / (len(splits["test"]) - 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", LANGUAGE_MODELS)
 def test_language_model_preset_exports_generate_as_keras(name, tmp_path):
     import tensorflow as tf

@@ -37,6 +37,7 @@ def addition_runtimes(addition, tmp_path_factory):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["keras", "saved_model", "tflite"])
 def test_sums_outside_the_domain_are_refused_in_every_runtime(addition_runtimes, runtime):
     translate = addition_runtimes[runtime]
@@ -97,6 +98,7 @@ CANDIDATES = ["March 3rd, 1999", "12/31/1999", "一九九九年三月三日", "F
               "99/99/9999", "Jan 1st 2000"]
 
 
+@pytest.mark.slow
 def test_a_non_date_answer_is_an_error_in_every_runtime(dates, tmp_path, capsys):
     unreadable = _unreadable(dates, CANDIDATES)
     assert unreadable  # some hand-written dates still defeat the model

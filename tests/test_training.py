@@ -41,6 +41,7 @@ def pairs_file(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_train_on_a_users_tsv_writes_a_scored_preset(recipe_file, pairs_file, tmp_path):
     out = tmp_path / "mine"
     code = main(["train", str(recipe_file), "--data", str(pairs_file), "--out", str(out),
@@ -75,6 +76,7 @@ def test_unknown_recipe_lists_the_known_ones(capsys):
     assert "gru_bahdanau_cmn_en, gru_bahdanau_dates" in error
 
 
+@pytest.mark.slow
 def test_train_on_a_tensorflow_datasets_corpus(recipe_file, tmp_path):
     import tensorflow_datasets as tfds
 
@@ -89,6 +91,7 @@ def test_train_on_a_tensorflow_datasets_corpus(recipe_file, tmp_path):
     assert metadata["data"]["pairs"] == {"train": 16, "validation": 16, "test": 16}
 
 
+@pytest.mark.slow
 def test_retune_decoding_rescores_without_touching_the_weights(recipe_file, pairs_file,
                                                                tmp_path):
     data_dir = tmp_path / "data"
@@ -116,6 +119,7 @@ def test_retune_decoding_needs_a_tatoeba_preset(toy_preset, capsys):
         translation.retune_decoding(toy_preset)
 
 
+@pytest.mark.slow
 def test_a_generated_task_trains_and_is_scored_by_exact_match(tmp_path, capsys):
     recipe = training.load_recipe("lstm_seq2seq_addition").replace(
         name="tiny_addition", examples={"train": 256, "validation": 32, "test": 40},

@@ -85,6 +85,7 @@ def single_device(text_file, tmp_path_factory):
 DISTRIBUTED_TOLERANCE = 1e-4
 
 
+@pytest.mark.slow
 def test_mirrored_on_two_cpu_devices_equals_single_device(single_device, text_file, tmp_path):
     out = tmp_path / "mirrored.npz"
     _finish(_distributed_run("mirrored", text_file, out))
@@ -97,6 +98,7 @@ def test_mirrored_on_two_cpu_devices_equals_single_device(single_device, text_fi
         np.testing.assert_allclose(ours, reference, atol=DISTRIBUTED_TOLERANCE)
 
 
+@pytest.mark.slow
 def test_multi_worker_on_two_processes_equals_single_device(single_device, text_file, tmp_path):
     workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     processes = [
@@ -114,6 +116,7 @@ def test_multi_worker_on_two_processes_equals_single_device(single_device, text_
         np.testing.assert_allclose(a, reference, atol=DISTRIBUTED_TOLERANCE)
 
 
+@pytest.mark.slow
 def test_zoo_train_multi_worker_writes_the_same_preset_on_every_worker(text_file, tmp_path):
     recipe = tmp_path / "tiny_lm.json"
     recipe.write_text(json.dumps(dict(RECIPE, epochs=1)))
@@ -180,6 +183,7 @@ def _state(checkpoints):
         return None
 
 
+@pytest.mark.slow
 def test_sigkilled_training_resumes_and_matches_an_uninterrupted_run(text_file, tmp_path):
     recipe = tmp_path / "tiny_lm.json"
     recipe.write_text(json.dumps(RECIPE))
@@ -261,6 +265,7 @@ def _tiny_lm(text, ema_momentum=None):
     return model, train, validation
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ema_momentum", [None, 0.9])
 def test_the_loop_trains_as_keras_fit_does(text_file, ema_momentum):
     """Same model, data and callbacks: the same losses, per epoch, and the same weights.
@@ -300,6 +305,7 @@ class _KillAtEpoch(keras.callbacks.Callback):
             raise _Killed
 
 
+@pytest.mark.slow
 def test_averaged_weights_resume_from_an_epoch_end_checkpoint(text_file, tmp_path):
     """At an epoch's end the averaged weights are in the model (swapped for validation
     and early stopping): a run resumed from there trains on as an uninterrupted one."""
