@@ -165,3 +165,13 @@ def test_export_and_benchmark_usage_errors(toy_preset, tmp_path):
     result = _zoo("benchmark", "translate")
     assert (result.returncode, result.stderr) == (
         2, "zoo: error: zoo benchmark translate needs a preset name.\n")
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    """`zoo list | head -1`: here the pipe is closed before the command writes at all."""
+    process = subprocess.Popen([sys.executable, "-m", "zoo", "list"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    process.stdout.close()
+    stderr = process.stderr.read()
+    assert process.wait(timeout=120) == 0
+    assert stderr == ""

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -328,13 +329,19 @@ def _run(args):
     from zoo.presets import PresetError
 
     try:
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()  # output still buffered meets a closed pipe here, not at exit
+        return status
     except (PresetError, UsageError, FileNotFoundError, ValueError) as error:
         print(f"zoo: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("zoo: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`zoo list | head`): stop quietly, as
+        # Python's documentation advises (stdout pointed at devnull: nothing left to flush)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
