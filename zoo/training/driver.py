@@ -6,6 +6,10 @@ and fit with ``loop.fit`` (progress lines, TensorBoard logs, early stopping with
 best weights restored, checkpoints to resume from). The best seed on validation is
 described, shipped and scored as it ships (``shipping.ship``). What differs between
 tasks is in their ``Task`` (``translation``, ``language_model``, ``classification``).
+
+The parts: a task's datasets are ``loop.EpochData``, batches of numpy arrays that are a
+function of the epoch (``tf.data`` appears only inside ``loop.fit``, which adapts them);
+the distribution strategy and the checkpoints come in ``loop.Options``.
 """
 
 import json
@@ -127,7 +131,7 @@ def _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first):
     with options.scope():
         task.compile(model, len(train_data), epochs)
     history = loop.fit(
-        model, train_data, epochs, validation_data.dataset(),
+        model, train_data, epochs, validation_data,
         callbacks.standard_callbacks(recipe, log_dir, task.monitor, task.reduce_on_plateau()),
         description, options, validation_metrics=task.validation_metrics)
     if recipe.seeds:

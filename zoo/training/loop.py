@@ -117,7 +117,8 @@ def fit(model, train_data, epochs, validation_data=None, callbacks=(), run_descr
 
     Args:
         train_data: an ``EpochData`` of global batches (one epoch is one pass).
-        validation_data: a dataset of batches, evaluated after every epoch into
+        validation_data: an ``EpochData`` (or a ``tf.data`` dataset) of batches,
+            evaluated after every epoch into
             ``val_loss`` and ``val_NAME`` for each of ``validation_metrics``
             (``{NAME: fn(y_true, y_pred) -> per-example values}``).
         run_description: what identifies the run (recipe, epochs, data); a checkpoint
@@ -125,6 +126,8 @@ def fit(model, train_data, epochs, validation_data=None, callbacks=(), run_descr
         options: an ``Options``; the model was built and compiled in its ``scope()``.
     """
     options = options or Options()
+    if isinstance(validation_data, EpochData):
+        validation_data = validation_data.dataset()
     strategy = options.strategy or tf.distribute.get_strategy()
     with strategy.scope():
         model.optimizer.build(model.trainable_variables)
