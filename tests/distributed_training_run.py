@@ -1,6 +1,6 @@
 """One small language-model training under a tf.distribute strategy, in its own process.
 
-Run by tests/test_loop.py: ``python distributed_training_run.py STRATEGY TEXT OUT``
+Run by tests/training/test_loop.py: ``python distributed_training_run.py STRATEGY TEXT OUT``
 (``TF_CONFIG`` set for ``multi_worker``). Writes ``OUT`` (an .npz): the trained weights
 of the first replica, the largest difference between replicas, and the loss history.
 """

@@ -2,7 +2,7 @@
 
 Expected values are worked out by hand (BLEU's n-gram precisions, brevity penalty and
 smoothing) or taken from sacreBLEU's own corpus functions called directly.
-(``unknown_outputs`` is tested in tests/test_wordpiece.py.)
+(``unknown_outputs`` is tested in tests/text/test_wordpiece.py.)
 """
 
 import math
@@ -107,7 +107,7 @@ def test_exact_match_refuses_lists_of_different_lengths():
         evaluation.exact_match(["a", "b"], ["a"])
 
 
-# -- unknown outputs (beyond tests/test_wordpiece.py) ----------------------------------------
+# -- unknown outputs (beyond tests/text/test_wordpiece.py) -----------------------------------
 
 
 def test_unknown_outputs_counts_outputs_not_holes():

@@ -9,8 +9,8 @@
    ``unroll`` or (in training) ``recurrent_dropout``;
 3. otherwise Keras' generic ``backend.rnn`` loop.
 
-The outputs of every path are equal (tests/test_cells_and_layers.py checks them
-against Keras), so a silent fall-back to a slower path is invisible there; these
+The outputs of every path are equal (tests/layers/test_recurrent.py and
+tests/layers/test_cells.py check them against Keras), so a silent fall-back to a slower path is invisible there; these
 tests wrap the kernels in ``mock.Mock(wraps=...)`` and count the calls, as Keras'
 ``lstm_test`` checks that its cuDNN path is taken.
 """

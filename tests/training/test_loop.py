@@ -20,7 +20,7 @@ from zoo.training import language_model, loop, recipes
 from zoo.training.optimizer import adam
 from zoo.cli import main
 
-HERE = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # tests/, where the helper script lives
 WORDS = ("the king and queen of a fair land where we lay our scene from ancient grudge "
          "break to new mutiny").split()
 
@@ -48,7 +48,7 @@ def _distributed_run(strategy, text_file, out, tf_config=None):
     if tf_config:
         env["TF_CONFIG"] = json.dumps(tf_config)
     return subprocess.Popen(
-        [sys.executable, str(HERE / "distributed_training_run.py"), strategy, str(text_file),
+        [sys.executable, str(TESTS / "distributed_training_run.py"), strategy, str(text_file),
          str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

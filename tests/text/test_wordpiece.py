@@ -147,7 +147,7 @@ def test_an_app_reading_only_the_runner_config_gives_the_same_ids(preprocessors,
                           encoding="utf-8")
         texts = case["test"][0][:300] + ["", "a" * 120, "x☃y", "iPhone 12 我有"]
         (tmp_path / "texts.json").write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
-        script = Path(__file__).with_name("runner_config_tokenizer.py")
+        script = Path(__file__).resolve().parents[1] / "runner_config_tokenizer.py"  # in tests/
         blocked = "import runpy, sys; sys.modules['zoo'] = None; sys.argv = sys.argv[1:]; "
         result = subprocess.run(
             [sys.executable, "-c", blocked + f"runpy.run_path({str(script)!r}, run_name='__main__')",

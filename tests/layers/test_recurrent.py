@@ -1,4 +1,7 @@
-"""zoo.layers recurrent cells and sequence layers against Keras and by hand."""
+"""zoo.layers.recurrent: the sequence layers SimpleRNN, LSTM and GRU against Keras and by hand.
+
+(Their cells alone: tests/layers/test_cells.py.)
+"""
 
 import keras
 import numpy as np
@@ -6,6 +9,8 @@ import pytest
 import tensorflow as tf
 
 import zoo.layers
+
+from testcase import run_serialization_test
 
 CASES = [
     ("SimpleRNN", {}),
@@ -105,42 +110,6 @@ def test_bidirectional_matches_keras(case, return_sequences, rng):
         np.testing.assert_allclose(a[0], b[0], atol=1e-5)
         for ga, gb in zip(grads_a, grads_b):
             np.testing.assert_allclose(ga, gb, atol=1e-4)
-
-
-@pytest.mark.parametrize("case", CASES[:4], ids=_case_id)
-def test_cell_matches_keras_cell_one_step(case, rng):
-    name, kwargs = case
-    ours = getattr(zoo.layers, name + "Cell")(4, **kwargs)
-    theirs = getattr(keras.layers, name + "Cell")(4, **kwargs)
-    x = tf.constant(rng.normal(size=(2, 5)).astype("float32"))
-    states = [tf.constant(rng.normal(size=(2, 4)).astype("float32"))] * (2 if name == "LSTM" else 1)
-    ours(x, states)
-    theirs(x, states)
-    assert [w.shape for w in ours.weights] == [w.shape for w in theirs.weights]
-    assert [w.path.split("/")[-1] for w in ours.weights] == [
-        w.path.split("/")[-1] for w in theirs.weights
-    ]
-    theirs.set_weights(ours.get_weights())
-    with tf.GradientTape(persistent=True) as tape:
-        h_ours, s_ours = ours(x, states)
-        h_theirs, s_theirs = theirs(x, states)
-        loss_ours = tf.reduce_sum(h_ours * np.arange(4)) + tf.reduce_sum(s_ours[-1])
-        loss_theirs = tf.reduce_sum(h_theirs * np.arange(4)) + tf.reduce_sum(s_theirs[-1])
-    np.testing.assert_allclose(h_ours, h_theirs, atol=1e-5)
-    for a, b in zip(s_ours, s_theirs):
-        np.testing.assert_allclose(a, b, atol=1e-5)
-    for a, b in zip(tape.gradient(loss_ours, ours.weights), tape.gradient(loss_theirs, theirs.weights)):
-        np.testing.assert_allclose(a, b, atol=1e-4)
-
-
-def test_zoo_cells_run_inside_keras_rnn(rng):
-    inputs = rng.normal(size=(2, 6, 3)).astype("float32")
-    generic = keras.layers.RNN(zoo.layers.LSTMCell(4), return_sequences=True)
-    fast = zoo.layers.LSTM(4, return_sequences=True)
-    generic(inputs)
-    fast(inputs)
-    fast.set_weights(generic.get_weights())
-    np.testing.assert_allclose(generic(inputs), fast(inputs), atol=1e-6)
 
 
 # -- numbers computed by hand from the equations --------------------------------------
@@ -299,21 +268,13 @@ LAYER_FACTORIES = {
 @pytest.mark.parametrize("name", sorted(LAYER_FACTORIES))
 def test_config_round_trip_and_keras_file(name, tmp_path, rng):
     inputs = rng.normal(size=(2, 5, 3)).astype("float32")
-    layer = LAYER_FACTORIES[name]()
-    outputs = layer(inputs)
-    clone = layer.__class__.from_config(layer.get_config())
-    clone(inputs)
-    clone.set_weights(layer.get_weights())
-    for a, b in zip(tf.nest.flatten(outputs), tf.nest.flatten(clone(inputs))):
-        np.testing.assert_allclose(a, b, atol=1e-6)
 
-    model_in = keras.Input((5, 3))
-    model = keras.Model(model_in, LAYER_FACTORIES[name]()(model_in))
-    path = tmp_path / "model.keras"
-    model.save(path)
-    reloaded = keras.saving.load_model(path)
-    for a, b in zip(tf.nest.flatten(model(inputs)), tf.nest.flatten(reloaded(inputs))):
-        np.testing.assert_allclose(a, b, atol=1e-6)
+    def model():
+        model_in = keras.Input((5, 3))
+        return keras.Model(model_in, LAYER_FACTORIES[name]()(model_in))
+
+    run_serialization_test(LAYER_FACTORIES[name](), lambda layer: layer(inputs), model, inputs,
+                           tmp_path / "model.keras", atol=1e-6)
 
 
 @pytest.mark.parametrize("case", CASES[:4], ids=_case_id)

@@ -16,6 +16,7 @@ from zoo.models import CharLanguageModel
 from zoo.text.preprocessor import CharacterPreprocessor
 
 from conftest import builtin_only, tflite_operators
+from testcase import run_preset_test
 
 VERSE = "ROMEO:\nBut soft, what light through yonder window breaks?\n\n" * 3
 CHARACTERS = sorted(set(VERSE))
@@ -109,9 +110,8 @@ def lm_preset(fitted, tmp_path_factory):
 
 
 def test_preset_round_trip_and_fine_tuning(fitted, lm_preset):
-    loaded = zoo.load(lm_preset)
-    assert loaded.generate("But", 40, temperature=1.0, seed=3) == \
-        fitted.generate("But", 40, temperature=1.0, seed=3)
+    loaded = run_preset_test(lm_preset, fitted,
+                             lambda m: m.generate("But", 40, temperature=1.0, seed=3), atol=None)
     text = "ROMEO:\nbut soft, her window breaks with light?\n" * 2
     ids = np.array([loaded.preprocessor.encode(text)], np.int32)
     loaded.compile(optimizer=keras.optimizers.Adam(0.01),

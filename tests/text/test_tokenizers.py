@@ -1,13 +1,14 @@
-"""Tokenizers and vocabularies: Python and TensorFlow agree; text comes back readable."""
+"""zoo.text.tokenizers: Python and TensorFlow agree; text comes back readable.
 
-import numpy as np
+(Vocabularies: tests/text/test_vocabulary.py.)
+"""
+
 import pytest
 import tensorflow as tf
 
 from zoo.data import tatoeba
-from zoo.text import Vocabulary, detokenize, tf_detokenize, tf_tokenize, tokenize
+from zoo.text import detokenize, tf_detokenize, tf_tokenize, tokenize
 from zoo.text.tokenizers import SPACE_TOKEN
-from zoo.text.vocabulary import END_ID, OOV_ID, PAD_ID, START_ID, pad_batch
 
 ROUND_TRIPS = {
     "en": ["I read a book.", "Don't you think it's \"good\"?", "It costs $5 (or 10%).",
@@ -82,20 +83,3 @@ def test_tensorflow_tokenizer_equals_python_on_the_corpora(corpus, language):
         ragged = tf.ragged.constant(tokens, dtype=tf.string)
         joined = [t.decode() for t in tf_detokenize(ragged, lang).numpy()]
         assert joined == [detokenize(t, lang) for t in tokens]
-
-
-def test_vocabulary_build_encode_decode_save(tmp_path):
-    texts = [["a", "b", "a"], ["b", "c"], ["a"]]
-    vocabulary = Vocabulary.build(texts, min_count=2)
-    assert vocabulary.tokens == ["[PAD]", "[UNK]", "[START]", "[END]", "a", "b"]
-    assert (PAD_ID, OOV_ID, START_ID, END_ID) == (0, 1, 2, 3)
-    assert vocabulary.encode(["a", "c", "b"]) == [4, OOV_ID, 5]
-    assert vocabulary.decode([START_ID, 4, 5, END_ID, 4]) == ["a", "b"]
-    vocabulary.save(tmp_path / "v.txt")
-    assert (tmp_path / "v.txt").read_text() == "[PAD]\n[UNK]\n[START]\n[END]\na\nb\n"
-    assert Vocabulary.load(tmp_path / "v.txt") == vocabulary
-
-
-def test_pad_batch():
-    np.testing.assert_array_equal(pad_batch([[5, 6], [7], []]), [[5, 6], [7, 0], [0, 0]])
-    assert pad_batch([[]]).shape == (1, 1)

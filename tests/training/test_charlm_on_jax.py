@@ -16,7 +16,7 @@ import zoo
 from zoo.data import shakespeare
 from zoo.models import CharLanguageModel
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # tests/training/ -> the repository
 SPEC = importlib.util.spec_from_file_location("charlm_on_jax", ROOT / "training" / "charlm_on_jax.py")
 charlm_on_jax = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(charlm_on_jax)

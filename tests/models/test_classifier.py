@@ -14,6 +14,7 @@ from zoo.cli import main
 from zoo.export import TFLiteClassifier
 
 from conftest import builtin_only, tflite_operators
+from testcase import run_preset_test
 from zoo.data import sst2
 from zoo.models import TextClassifier
 from zoo.text import Vocabulary
@@ -73,8 +74,7 @@ def classifier_preset(fitted, tmp_path_factory):
 
 def test_preset_round_trip(fitted, classifier_preset):
     texts = [t for t, _ in REVIEWS]
-    np.testing.assert_allclose(zoo.load(classifier_preset).probabilities(texts),
-                               fitted.probabilities(texts), atol=1e-6)
+    run_preset_test(classifier_preset, fitted, lambda m: m.probabilities(texts), atol=1e-6)
 
 
 def test_cli_classify_and_evaluate(classifier_preset, tmp_path, capsys):
