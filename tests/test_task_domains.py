@@ -123,7 +123,8 @@ def test_a_non_date_answer_is_an_error_in_every_runtime(dates, tmp_path, capsys)
     assert line.startswith("zoo: error: Text 0 could not be read as a date: ")
 
 
-@pytest.mark.parametrize("name, task", [("lstm_seq2seq_addition", "addition")])
+@pytest.mark.parametrize("name, task", [("lstm_seq2seq_addition", "addition"),
+                                        ("gru_bahdanau_dates", "dates")])
 def test_the_cards_report_input_written_by_hand_as_it_scores(name, task):
     results = written_by_hand.score(zoo.load(name), task)
     assert zoo.presets.describe(name)["behaviour"] == results  # re-scored, the card holds
@@ -138,6 +139,12 @@ def test_sums_written_by_hand_meet_the_targets(addition):
     results = written_by_hand.score(addition, "addition")
     assert results["outside the domain refused"]["percent"] == 100.0
     assert results["inside the domain, typed with spaces"]["percent"] >= 99.5
+
+
+def test_dates_written_by_hand_meet_the_target(dates):
+    result = written_by_hand.score(dates, "dates")["written by hand"]
+    assert result["percent"] >= 95.0, result["wrong"]
+    assert all(is_calendar_date(answer) for _, answer, _ in result["wrong"])
 
 
 def test_a_preset_rewritten_after_training_keeps_its_weights_and_loads(tmp_path):

@@ -466,9 +466,11 @@ def _behaviour_lines(behaviour):
     for check, result in behaviour.items():
         passed = result["refused"] if check.endswith("refused") else result["correct"]
         lines.append(f"| {check} | {passed} | {result['examples']} | {result['percent']} |")
-    for check, result in behaviour.items():
-        for text, answer, *expected in result.get("wrong", []) + result.get("answered", []):
-            lines.append(f"- {check}: `{text}` gave `{answer}`"
-                         + (f", not `{expected[0]}`" if expected else ""))
+    misses = [(check, miss) for check, result in behaviour.items()
+              for miss in result.get("wrong", []) + result.get("answered", [])]
+    lines += [""] if misses else []
+    for check, (text, answer, *expected) in misses:
+        lines.append(f"- {check}: `{text}` gave `{answer}`"
+                     + (f", not `{expected[0]}`" if expected else ""))
     return lines
 
