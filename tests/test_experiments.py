@@ -1,5 +1,6 @@
 """The experiments of zoo/experiments: their tasks, their measurements, their runner."""
 
+import importlib
 import json
 
 import keras
@@ -12,12 +13,7 @@ from zoo.data import synthetic
 
 
 def _load(name):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, experiment.EXPERIMENTS_DIR / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"zoo.experiments.{name}")
 
 
 def test_adding_problem_marks_one_number_in_each_half_and_sums_them(rng):
