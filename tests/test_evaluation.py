@@ -57,7 +57,8 @@ def test_bleu_is_cased_and_perfect_for_identical_text():
 
 
 def test_bleu_uses_one_tokenizer_per_target_language():
-    assert evaluation.BLEU_TOKENIZE == {"zh": "zh", "en": "13a", "fr": "13a"}
+    assert evaluation.BLEU_TOKENIZE == {"zh": "zh", "en": "13a", "fr": "13a", "de": "13a",
+                                        "es": "13a", "it": "13a", "pt": "13a", "ru": "13a"}
     for language, tokenizer in evaluation.BLEU_TOKENIZE.items():
         signature = evaluation.bleu(["a b c d"], ["a b c d"], language)["signature"]
         assert f"tok:{tokenizer}" in signature
@@ -212,6 +213,6 @@ def test_corpus_scores_refuse_lists_that_do_not_pair_up(score):
 
 
 def test_bleu_names_the_target_languages_it_knows():
-    with pytest.raises(ValueError, match="No BLEU tokenizer chosen for target language 'de'; "
+    with pytest.raises(ValueError, match="No BLEU tokenizer chosen for target language 'ja'; "
                                          "known: zh, en, fr"):
-        evaluation.bleu(["Hallo"], ["Hallo"], "de")
+        evaluation.bleu(["こんにちは"], ["こんにちは"], "ja")

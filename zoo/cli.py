@@ -119,8 +119,10 @@ def _command_evaluate(args):
     import zoo
     from zoo.training import driver
 
-    task = driver.task_of(zoo.describe(args.name))
-    result, lines = task.evaluate_file(zoo.load(args.name), args.data, beam_size=args.beam,
+    metadata = zoo.describe(args.name)
+    task = driver.task_of(metadata)
+    model = _load_for(args.name, task.model_method, metadata.get("task", "translation"))
+    result, lines = task.evaluate_file(model, metadata, args.data, beam_size=args.beam,
                                        batch_size=args.batch_size)
     print("\n".join(lines))
     if args.json:
@@ -244,7 +246,10 @@ def build_parser():
     train.add_argument("recipe", help="recipe name (zoo/recipes/NAME.json) or path")
     train.add_argument("--epochs", type=int, help="most epochs (early stopping may end sooner)")
     train.add_argument("--out", help="preset directory to write (default saved_models/NAME)")
-    train.add_argument("--data", help="a TSV of pairs (English, other language) instead of the corpus")
+    train.add_argument("--data", help="other data instead of the corpus: translation: a TSV of "
+                                      "pairs (English, other language); language models: plain "
+                                      "text; classifiers: TSV 'label<TAB>sentence' with that "
+                                      "header (dates and addition take none)")
     train.add_argument("--tfds", metavar="NAME",
                        help="a tensorflow-datasets translation corpus, e.g. ted_hrlr_translate/pt_to_en")
     train.add_argument("--data-dir", help="folder holding tatoeba/ (default $ZOO_DATA_DIR or ../shared/data)")

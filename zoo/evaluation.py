@@ -7,7 +7,8 @@ from zoo.text.vocabulary import OOV
 
 # sacreBLEU's tokenizer for each target language: its own Chinese tokenizer for
 # Chinese, the WMT standard 13a elsewhere. Scores are cased, on detokenized text.
-BLEU_TOKENIZE = {"zh": "zh", "en": "13a", "fr": "13a"}
+BLEU_TOKENIZE = {"zh": "zh", "en": "13a", "fr": "13a", "de": "13a", "es": "13a", "it": "13a",
+                 "pt": "13a", "ru": "13a"}
 LENGTH_BUCKETS = ((1, 5), (6, 10), (11, 15), (16, 20), (21, None))
 
 

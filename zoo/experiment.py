@@ -5,7 +5,7 @@ An experiment is a module ``zoo/experiments/NAME.py`` with a function
 numbers, which are saved next to them as ``NAME.json``. ``quick`` runs a smaller
 version of the same code, for the tests.
 
-The helpers below are shared by the scripts: recurrent layers of a given kind sized
+The helpers below are shared by the experiments: recurrent layers of a given kind sized
 to one parameter budget, so that comparisons between cells mean something.
 """
 

@@ -244,18 +244,24 @@ def save(model, directory, metadata=None, card=None, weights_dtype="float32"):
         (staging / METADATA_FILE).write_text(
             json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
-        if directory.exists():
-            retired = directory.with_name(f".{directory.name}.old")
-            shutil.rmtree(retired, ignore_errors=True)
-            directory.rename(retired)
-            staging.rename(directory)
-            shutil.rmtree(retired)
-        else:
-            staging.rename(directory)
+        _replace(directory, staging)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return directory
+
+
+def _replace(directory, staging):
+    """Rename a written folder into the place of a preset (the old one, if any, moves
+    aside first and is removed after)."""
+    if directory.exists():
+        retired = directory.with_name(f".{directory.name}.old")
+        shutil.rmtree(retired, ignore_errors=True)
+        directory.rename(retired)
+        staging.rename(directory)
+        shutil.rmtree(retired)
+    else:
+        staging.rename(directory)
 
 
 def _strip_weights_file(path, to_float16):
@@ -291,11 +297,17 @@ def rewrite_description(directory, metadata, card):
     """Rewrite a preset's metadata and model card only: for scores measured after
     training, so the weights stay the bytes that training wrote."""
     directory = Path(directory)
-    (directory / CARD_FILE).write_text(card, encoding="utf-8")
-    metadata = dict(metadata, files={**metadata["files"], CARD_FILE: sha256(directory / CARD_FILE)})
-    metadata["size_bytes"] = sum((directory / f).stat().st_size for f in metadata["files"])
-    (directory / METADATA_FILE).write_text(
+    # Both files in a copy renamed into place, as ``save`` does: a crash between the two
+    # writes would leave a card its checksum does not match.
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    shutil.rmtree(staging)
+    shutil.copytree(directory, staging)
+    (staging / CARD_FILE).write_text(card, encoding="utf-8")
+    metadata = dict(metadata, files={**metadata["files"], CARD_FILE: sha256(staging / CARD_FILE)})
+    metadata["size_bytes"] = sum((staging / f).stat().st_size for f in metadata["files"])
+    (staging / METADATA_FILE).write_text(
         json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    _replace(directory, staging)
     return metadata
 
 

@@ -219,7 +219,26 @@ def test_a_resumed_run_reads_text_with_the_vocabulary_it_trained_on(pairs_file, 
     assert not learned_again
     assert resumed.source_vocabulary.tokens == first.source_vocabulary.tokens
     assert resumed.target_vocabulary.tokens == first.target_vocabulary.tokens
+    # Another run's checkpoints are refused, their vocabulary kept (the run may come back).
     other = translation.TranslationTask(recipe.replace(batch_size=4), data_file=pairs_file)
-    other.build_preprocessor = lambda splits: learned_again.append(1) or first
-    driver._text_pipeline(other, splits, options)  # another run's checkpoints: learned anew
-    assert learned_again == [1]
+    with pytest.raises(loop.CheckpointMismatch, match="holds the checkpoint of another run"):
+        driver._text_pipeline(other, splits, options)
+    assert not learned_again
+    assert driver._text_pipeline(task, splits, options).source_vocabulary.tokens == (
+        first.source_vocabulary.tokens)
+
+
+@pytest.mark.parametrize("key, value", [("metric", "blue"), ("weights_dtype", "int8")])
+def test_a_value_outside_those_a_key_accepts_is_named(key, value):
+    with pytest.raises(recipes.RecipeError, match=f"'{key}' must be one of .*; received "
+                                                  f'"{value}"'):
+        recipes.from_dict(dict(TINY, name="tiny", **{key: value}))
+
+
+def test_a_recipe_built_in_python_writes_every_field():
+    recipe = recipes.TranslationRecipe(name="mine", task="translation", corpus="fra",
+                                       model="AttentionSeq2Seq", source_language="en",
+                                       target_language="fr")
+    assert recipe.written["batch_size"] == 64 and recipes.from_dict(recipe.written) == recipe
+    with pytest.raises(recipes.RecipeError, match="A recipe is a dict or a Recipe; received str"):
+        recipes.from_dict("gru_bahdanau_dates")

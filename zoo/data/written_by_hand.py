@@ -1,7 +1,7 @@
 """Input for the teaching tasks written by hand, the way people write it: the check of
 how the dates and addition presets meet real input, kept apart from training.
 
-No generator wrote these and no trainer reads this module: the dates were typed one by
+No generator wrote these and no training data comes from them: the dates were typed one by
 one in the styles people use (English ordinals, French "1er", capitals, stray spaces,
 unambiguous numeric orders, Chinese numerals, other languages), some of them in styles
 the training data never has (spaces around a slash, a comma after the weekday of a French
@@ -133,4 +133,4 @@ def score(model, task):
     if task == "addition":
         return {"inside the domain, typed with spaces": _exact(model, ADDITIONS_INSIDE),
                 "outside the domain refused": _refused(model, ADDITIONS_OUTSIDE)}
-    raise ValueError(f"No hand-written input for task {task!r}; there is for dates, addition.")
+    raise ValueError(f"No hand-written input for task {task!r}; there is for {', '.join(TASKS)}.")

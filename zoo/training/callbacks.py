@@ -1,7 +1,5 @@
 """The Keras callbacks every training runs with."""
 
-from pathlib import Path
-
 import keras
 
 
@@ -20,5 +18,4 @@ def standard_callbacks(recipe, log_dir, monitor="val_loss", reduce_on_plateau=Tr
     if reduce_on_plateau:
         callbacks.append(keras.callbacks.ReduceLROnPlateau(monitor=monitor, mode=mode, factor=0.5,
                                                            patience=1))
-    log_dir = log_dir or Path("runs") / recipe.name
     return callbacks + [keras.callbacks.TensorBoard(log_dir=str(log_dir))]

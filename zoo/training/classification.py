@@ -50,6 +50,8 @@ class ClassificationTask(Task):
 
     monitor = "val_accuracy"
     preprocessor_class = ClassifierPreprocessor
+    model_method = "classify"
+    seeds_apart = True
     validation_metrics = {"accuracy": keras.metrics.sparse_categorical_accuracy}
 
     def read_splits(self):
@@ -98,6 +100,9 @@ class ClassificationTask(Task):
     def training_summary(self, history):
         return {"best_val_accuracy": self.best_of_history(history)}
 
+    def seed_line(self, seed, history):
+        return f"seed {seed}: best validation accuracy {self.best_of_history(history):.2f}%"
+
     def describe(self, model, splits, record):
         return {
             "task": "classification",
@@ -138,7 +143,7 @@ class ClassificationTask(Task):
         return model_card(metadata)
 
     @staticmethod
-    def evaluate_file(model, path, beam_size=1, batch_size=64):
+    def evaluate_file(model, metadata, path, beam_size=1, batch_size=64):
         sentences, labels = sst2.read_tsv(path)
         if not sentences:
             raise ValueError(f"{path} holds no sentences.")

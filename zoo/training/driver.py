@@ -58,18 +58,22 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
     """
     started = time.time()
     recipe = recipes.from_dict(recipe)
+    task_class = task_of(recipe)
+    if tfds_name and task_class is not TranslationTask:
+        raise ValueError(f"--tfds applies to translation recipes; {recipe.name} is a "
+                         f"{recipe.task} recipe.")
     if (data_file or tfds_name) and not out_dir:
         raise ValueError("Training on other data needs an output directory (--out DIR).")
-    task_class = task_of(recipe)
     if tfds_name:
-        if task_class is not TranslationTask:
-            raise ValueError(f"--tfds applies to translation recipes; {recipe.name} is a "
-                             f"{recipe.task} recipe.")
         task = TranslationTask.on_tfds(recipe, tfds_name, printer)
     else:
         task = task_class(recipe, data_file, data_dir, printer)
     options = options or loop.Options()
     splits = task.read_splits()
+    empty = [name for name, split in splits.items() if not len(split[0] if isinstance(split, tuple) else split)]
+    if empty:
+        raise ValueError(f"The data leaves the {' and '.join(empty)} split(s) empty; "
+                         f"{recipe.name} needs examples in train, validation and test.")
     preprocessor = _text_pipeline(task, splits, options)
     runs = {seed: _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first=i == 0)
             for i, seed in enumerate(task.recipe.seeds_to_train())}
@@ -81,7 +85,7 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
     record = {**shipping.training_record(task.recipe, command, started,
                                          len(history[task.monitor]), best_epoch),
               **task.training_summary(history)}
-    if len(runs) > 1:
+    if _seeds_apart(task):
         record["seed"] = seed
         record[f"best_{task.monitor}_by_seed"] = {
             str(s): task.best_of_history(h) for s, (_, h) in runs.items()}
@@ -101,7 +105,13 @@ def _text_pipeline(task, splits, options):
         return task.build_preprocessor(splits)
     folder, run = Path(options.checkpoint_dir) / "text", {"recipe": task.recipe.written,
                                                            "data": task.data_name}
-    if (folder / RUN_FILE).is_file() and json.loads((folder / RUN_FILE).read_text()) == run:
+    run = json.loads(json.dumps(run))  # as it reads back
+    if (folder / RUN_FILE).is_file():
+        if json.loads((folder / RUN_FILE).read_text()) != run:
+            raise loop.CheckpointMismatch(
+                f"{options.checkpoint_dir} holds the checkpoint of another run (its recipe or "
+                f"data differ from this command's); delete that folder to start afresh, or "
+                f"choose another with --checkpoint-dir.")
         return task.preprocessor_class.load(folder)
     preprocessor = task.build_preprocessor(splits)
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -114,14 +124,14 @@ def _text_pipeline(task, splits, options):
 
 
 def _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first):
-    """One training from ``seed``: ``(model with its best weights, history)``. With
-    several seeds, each has its own checkpoints and logs (``seed_N``)."""
+    """One training from ``seed``: ``(model with its best weights, history)``. Seeds kept
+    apart (``_seeds_apart``) each have their own checkpoints and logs (``seed_N``)."""
     recipe = task.recipe
     # (``epochs`` as asked, None for the recipe's: a checkpoint's run is identified so)
     description = {"recipe": recipe.written, "epochs": epochs, "data": task.data_name}
     epochs = epochs or recipe.epochs
     log_dir = Path(log_dir or Path("runs") / recipe.name)
-    if recipe.seeds:
+    if _seeds_apart(task):
         description["seed"] = seed
         options, log_dir = options.part(f"seed_{seed}"), log_dir / f"seed_{seed}"
     keras.utils.set_random_seed(seed)
@@ -136,6 +146,12 @@ def _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first):
         model, train_data, epochs, validation_data,
         callbacks.standard_callbacks(recipe, log_dir, task.monitor, task.reduce_on_plateau()),
         description, options, validation_metrics=task.validation_metrics)
-    if recipe.seeds:
-        task.printer(f"seed {seed}: best {task.monitor} {task.best_of_history(history)}")
+    if _seeds_apart(task):
+        task.printer(task.seed_line(seed, history))
     return model, history
+
+
+def _seeds_apart(task):
+    """Whether the runs of each seed are kept and recorded apart: for a recipe that lists
+    its ``seeds``, and always for the tasks that do so (``Task.seeds_apart``)."""
+    return task.seeds_apart or task.recipe.seeds is not None

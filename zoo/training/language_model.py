@@ -73,6 +73,7 @@ class LanguageModelTask(Task):
     """A character language model on a corpus of ``CORPORA`` or a user's text file."""
 
     preprocessor_class = CharacterPreprocessor
+    model_method = "generate"
 
     def read_splits(self):
         if self.data_file:
@@ -83,7 +84,7 @@ class LanguageModelTask(Task):
         return CORPORA[corpus].split(CORPORA[corpus].load(self.data_dir))
 
     def build_preprocessor(self, splits):
-        return CharacterPreprocessor(sorted(set(splits["train"])))
+        return CharacterPreprocessor(sorted(set(splits["train"])))  # every character seen
 
     def build_model(self, preprocessor):
         return build_model(preprocessor.characters, self.recipe.model_config)
@@ -125,7 +126,7 @@ class LanguageModelTask(Task):
             "task": "language_modeling",
             "metric": "nats_per_char",
             "description": recipe.description,
-            "architecture": f"CharLanguageModel ({recipe.model_config['cell']})",
+            "architecture": f"CharLanguageModel ({recipe.model_config.get('cell', 'lstm')})",
             "data": self.data_description(splits),
             "vocabulary": {"characters": len(model.preprocessor.characters)},
             "training": record,
@@ -157,7 +158,7 @@ class LanguageModelTask(Task):
         return model_card(metadata)
 
     @staticmethod
-    def evaluate_file(model, path, beam_size=1, batch_size=64):
+    def evaluate_file(model, metadata, path, beam_size=1, batch_size=64):
         result = score(model, shakespeare.read_text(path))
         return ({"metric": "nats_per_char", "value": result["nats_per_char"],
                  "examples": result["characters"], "bits_per_char": result["bits_per_char"]},

@@ -42,6 +42,12 @@ class Recipe:
     weights_dtype: str = "float32"
     written: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
+    def __post_init__(self):
+        if not self.written:  # built in Python, not read: what is written is every field
+            fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                      if f.name != "written"}
+            object.__setattr__(self, "written", fields)
+
     def seeds_to_train(self):
         return list(self.seeds) if self.seeds else [self.seed]
 
@@ -120,10 +126,21 @@ def load_recipe(name_or_path):
     return from_dict({"name": path.stem, **written}, source=str(path))
 
 
+# Values a key accepts, where not every value of its type is one.
+ACCEPTED_VALUES = {
+    "metric": ("bleu", "exact_match"),
+    "learning_rate_decay": (None, "cosine"),
+    "weights_dtype": ("float32", "float16"),
+}
+
+
 def from_dict(written, source=None):
     """The typed recipe of a dict (a recipe as written; ``task`` defaults to translation)."""
     if isinstance(written, Recipe):
         return written
+    if not isinstance(written, dict):
+        raise RecipeError(f"A recipe is a dict or a Recipe; received {type(written).__name__}"
+                          f" {written!r} (zoo.training.load_recipe reads one by name).")
     source = source or f"recipe {written.get('name', '?')!r}"
     task = written.get("task", "translation")
     if task not in RECIPE_CLASSES:
@@ -139,6 +156,10 @@ def from_dict(written, source=None):
         if not _is_of(value, expected):
             raise RecipeError(f"{source}: {key!r} must be {_type_name(expected)}; received "
                               f"{value!r} ({type(value).__name__}).")
+        if key in ACCEPTED_VALUES and value not in ACCEPTED_VALUES[key]:
+            raise RecipeError(f"{source}: {key!r} must be one of "
+                              f"{', '.join(map(json.dumps, ACCEPTED_VALUES[key]))}; received "
+                              f"{json.dumps(value)}.")
     missing = [name for name, f in fields.items() if name not in written and name != "task"
                and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     if missing:

@@ -1,6 +1,6 @@
 """What the driver asks of each kind of preset (``zoo.training.driver`` calls these in
 order): its data splits, its text pipeline and model, its datasets, how it is compiled,
-scored and described."""
+described and scored, and its model card."""
 
 
 class Task:
@@ -12,6 +12,10 @@ class Task:
 
     monitor = "val_loss"
     preprocessor_class = None  # the text pipeline's class (``save(dir)``, ``load(dir)``)
+    model_method = None  # what its models do for users: translate, generate, classify
+    # Train in seed_N folders, and record the seed, even for one seed (the classifier's
+    # runs were always kept apart so); other tasks do when the recipe lists ``seeds``.
+    seeds_apart = False
     validation_metrics = None  # {name: fn(y_true, y_pred)} beside the validation loss
 
     def __init__(self, recipe, data_file=None, data_dir=None, printer=print):
@@ -54,6 +58,10 @@ class Task:
         """The best validation figure of a run (seeds are compared by it)."""
         return round(float(min(history["val_loss"])), 4)
 
+    def seed_line(self, seed, history):
+        """The line printed after the training from ``seed``, when seeds are kept apart."""
+        return f"seed {seed}: best validation loss {self.best_of_history(history)}"
+
     def training_summary(self, history):
         """What the metadata's training record adds from the chosen run's history."""
         return {"best_val_loss": self.best_of_history(history)}
@@ -71,7 +79,7 @@ class Task:
         raise NotImplementedError
 
     @staticmethod
-    def evaluate_file(model, path, beam_size=1, batch_size=64):
-        """A trained model scored on a user's file of the task's examples (``zoo
-        evaluate``): ``(result for --json, lines to print)``."""
+    def evaluate_file(model, metadata, path, beam_size=1, batch_size=64):
+        """A trained model (``metadata``: its preset's) scored on a user's file of the
+        task's examples (``zoo evaluate``): ``(result for --json, lines to print)``."""
         raise NotImplementedError

@@ -129,8 +129,12 @@ def tune_decoding(model, sources, references, metric, printer):
 class TranslationTask(Task):
     """A translator on a Tatoeba corpus, a user's TSV of pairs, or a tfds corpus."""
 
-    tfds_name = None
     preprocessor_class = TranslationPreprocessor
+    model_method = "translate"
+
+    def __init__(self, recipe, data_file=None, data_dir=None, printer=print, tfds_name=None):
+        super().__init__(recipe, data_file, data_dir, printer)
+        self.tfds_name = tfds_name
 
     @classmethod
     def on_tfds(cls, recipe, tfds_name, printer=print):
@@ -139,10 +143,9 @@ class TranslationTask(Task):
         import tensorflow_datasets as tfds
 
         source_key, target_key = tfds.builder(tfds_name).info.supervised_keys
-        task = cls(recipe.replace(source_language=source_key, target_language=target_key,
-                                  corpus=f"tfds:{tfds_name}"), printer=printer)
-        task.tfds_name = tfds_name
-        return task
+        return cls(recipe.replace(source_language=source_key, target_language=target_key,
+                                  corpus=f"tfds:{tfds_name}"), printer=printer,
+                   tfds_name=tfds_name)
 
     @property
     def data_name(self):
@@ -264,7 +267,11 @@ class TranslationTask(Task):
         return pair_sides(tatoeba.read_pairs(path), model.source_language)
 
     @classmethod
-    def evaluate_file(cls, model, path, beam_size=1, batch_size=64):
+    def evaluate_file(cls, model, metadata, path, beam_size=1, batch_size=64):
+        """BLEU and chrF of a TSV of pairs, English first; or, for a preset judged by
+        exact match, of (input, expected answer) pairs."""
+        if metric_of(metadata) == "exact_match":
+            return _exact_match_of_file(model, path, beam_size, batch_size)
         sources, references = cls.read_pairs(model, path)
         if not sources:
             raise ValueError(f"{path} holds no sentence pairs.")
@@ -278,6 +285,17 @@ class TranslationTask(Task):
                 [f"BLEU {bleu['score']}  ({bleu['signature']})",
                  f"chrF {chrf['score']}  ({chrf['signature']})",
                  f"[UNK] in {holes['count']} of {holes['examples']} outputs ({holes['percent']}%)"])
+
+
+def _exact_match_of_file(model, path, beam_size, batch_size):
+    sources, references = generated.read_tsv(path)
+    if not sources:
+        raise ValueError(f"{path} holds no sentence pairs.")
+    hypotheses = _translate_with_progress(model, sources, beam_size, batch_size)
+    result = evaluation.exact_match(hypotheses, references)
+    return ({"metric": "exact_match", "value": result["score"], "examples": len(sources),
+             "beam_size": beam_size},
+            [f"exact match {result['score']}% ({result['correct']} of {len(sources)})"])
 
 
 def _translate_with_progress(model, sources, beam_size, batch_size):
@@ -312,18 +330,6 @@ class GeneratedTask(TranslationTask):
         return {**super().score(shipped, splits),
                 **behaviour_of(shipped, self.recipe.corpus, self.printer)}
 
-    @staticmethod
-    def evaluate_file(model, path, beam_size=1, batch_size=64):
-        """A TSV of (input, expected answer) pairs, scored by exact match."""
-        sources, references = generated.read_tsv(path)
-        if not sources:
-            raise ValueError(f"{path} holds no sentence pairs.")
-        hypotheses = _translate_with_progress(model, sources, beam_size, batch_size)
-        result = evaluation.exact_match(hypotheses, references)
-        return ({"metric": "exact_match", "value": result["score"], "examples": len(sources),
-                 "beam_size": beam_size},
-                [f"exact match {result['score']}% ({result['correct']} of {len(sources)})"])
-
 
 def _tfds_splits(dataset_name):
     import tensorflow_datasets as tfds
@@ -357,7 +363,12 @@ def preset_task(name_or_directory, data_dir=None, printer=print):
             "generated data; only such presets can be re-scored or benchmarked on their test "
             "split.")
     recipe = recipes.from_dict(metadata["training"]["recipe"])
-    task_class = GeneratedTask if recipe.corpus in generated.TASKS else TranslationTask
+    task_class = {recipes.TranslationRecipe: TranslationTask,
+                  recipes.GeneratedTaskRecipe: GeneratedTask}.get(type(recipe))
+    if task_class is None:
+        raise ValueError(f"{name_or_directory} is a {recipe.task} preset; re-scoring its "
+                         "decoding and translation benchmarks apply to sequence-to-sequence "
+                         "presets.")
     return task_class(recipe, data_dir=data_dir, printer=printer)
 
 
@@ -389,6 +400,7 @@ def record_behaviour(directory, printer=print):
     """Score a shipped generated-task preset on the input written by hand and write the
     result into its metadata and card (for presets trained before the check existed);
     the weights are not touched."""
+    directory = presets.resolve(directory)
     metadata = presets.describe(directory)
     corpus = metadata["training"]["recipe"]["corpus"]
     metadata.update(behaviour_of(presets.load(directory), corpus, printer))
@@ -406,6 +418,7 @@ def text_pipeline_line(vocabulary):
                 f"{vocabulary['target']:,} entries, every training character among them).")
     return (f"Text: whole words or characters (source {vocabulary['source']:,}, target "
             f"{vocabulary['target']:,} entries); others read as `[UNK]`.")
+
 def model_card(metadata):
     test, training = metadata["test"], metadata["training"]
     lines = [
