@@ -42,7 +42,7 @@ def card_training_lines(metadata, sizes_key):
         f"{training['wall_time_seconds'] / 60:.0f} min on {training['machine']}",
         f"- weights stored as {metadata['weights_dtype']}; file size "
         f"{metadata.get('size_bytes', 0) / 1e6:.1f} MB",
-    ]
+    ] + ([f"- note: {training['note']}"] if "note" in training else [])
 
 
 def ship(model, out_dir, metadata, score, card):
