@@ -123,10 +123,16 @@ def test_a_non_date_answer_is_an_error_in_every_runtime(dates, tmp_path, capsys)
     assert line.startswith("zoo: error: Text 0 could not be read as a date: ")
 
 
-@pytest.mark.parametrize("name, task", [("lstm_seq2seq_addition", "addition"),
-                                        ("gru_bahdanau_dates", "dates")])
-def test_the_cards_report_input_written_by_hand_as_it_scores(name, task):
-    results = written_by_hand.score(zoo.load(name), task)
+@pytest.fixture(scope="module")
+def hand_written(addition, dates):
+    """Each teaching preset scored once on the input written by hand."""
+    return {"lstm_seq2seq_addition": written_by_hand.score(addition, "addition"),
+            "gru_bahdanau_dates": written_by_hand.score(dates, "dates")}
+
+
+@pytest.mark.parametrize("name", ["lstm_seq2seq_addition", "gru_bahdanau_dates"])
+def test_the_cards_report_input_written_by_hand_as_it_scores(name, hand_written):
+    results = hand_written[name]
     assert zoo.presets.describe(name)["behaviour"] == results  # re-scored, the card holds
     card = (zoo.presets.resolve(name) / "README.md").read_text(encoding="utf-8")
     assert "## Input written by hand" in card
@@ -135,14 +141,14 @@ def test_the_cards_report_input_written_by_hand_as_it_scores(name, task):
         assert f"| {check} | {passed} | {result['examples']} | {result['percent']} |" in card
 
 
-def test_sums_written_by_hand_meet_the_targets(addition):
-    results = written_by_hand.score(addition, "addition")
+def test_sums_written_by_hand_meet_the_targets(hand_written):
+    results = hand_written["lstm_seq2seq_addition"]
     assert results["outside the domain refused"]["percent"] == 100.0
     assert results["inside the domain, typed with spaces"]["percent"] >= 99.5
 
 
-def test_dates_written_by_hand_meet_the_target(dates):
-    result = written_by_hand.score(dates, "dates")["written by hand"]
+def test_dates_written_by_hand_meet_the_target(hand_written):
+    result = hand_written["gru_bahdanau_dates"]["written by hand"]
     assert result["percent"] >= 95.0, result["wrong"]
     assert all(is_calendar_date(answer) for _, answer, _ in result["wrong"])
 

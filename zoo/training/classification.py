@@ -117,7 +117,7 @@ class ClassificationTask(Task):
         }
 
     def data_description(self, splits):
-        sizes = {name: len(sides[0]) for name, sides in splits.items()}
+        sizes = self.split_sizes(splits)
         if self.data_file:
             return {"file": str(self.data_file), "sha256": presets.sha256(self.data_file),
                     "sentences": sizes,

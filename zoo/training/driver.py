@@ -70,7 +70,7 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
         task = task_class(recipe, data_file, data_dir, printer)
     options = options or loop.Options()
     splits = task.read_splits()
-    empty = [name for name, split in splits.items() if not len(split[0] if isinstance(split, tuple) else split)]
+    empty = [name for name, size in task.split_sizes(splits).items() if not size]
     if empty:
         raise ValueError(f"The data leaves the {' and '.join(empty)} split(s) empty; "
                          f"{recipe.name} needs examples in train, validation and test.")

@@ -83,6 +83,10 @@ class LanguageModelTask(Task):
             raise ValueError(f"Unknown text corpus {corpus!r}; known: {', '.join(CORPORA)}.")
         return CORPORA[corpus].split(CORPORA[corpus].load(self.data_dir))
 
+    @staticmethod
+    def split_sizes(splits):
+        return {name: len(text) for name, text in splits.items()}
+
     def build_preprocessor(self, splits):
         return CharacterPreprocessor(sorted(set(splits["train"])))  # every character seen
 
@@ -134,7 +138,7 @@ class LanguageModelTask(Task):
         }
 
     def data_description(self, splits):
-        sizes = {name: len(text) for name, text in splits.items()}
+        sizes = self.split_sizes(splits)
         if self.data_file:
             return {"file": str(self.data_file), "sha256": presets.sha256(self.data_file),
                     "characters": sizes, "split": "by position: 90% / 5% / 5%, test last"}

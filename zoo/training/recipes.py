@@ -148,11 +148,12 @@ def from_dict(written, source=None):
     recipe_class = RECIPE_CLASSES[task]
     fields = {f.name: f for f in dataclasses.fields(recipe_class) if f.name != "written"}
     accepted = ", ".join(sorted(fields))
+    types_of = typing.get_type_hints(recipe_class)
     for key, value in written.items():
         if key not in fields:
             raise RecipeError(f"{source}: unknown key {key!r} for a {task} recipe; accepted "
                               f"keys: {accepted}.")
-        expected = typing.get_type_hints(recipe_class)[key]
+        expected = types_of[key]
         if not _is_of(value, expected):
             raise RecipeError(f"{source}: {key!r} must be {_type_name(expected)}; received "
                               f"{value!r} ({type(value).__name__}).")
@@ -165,9 +166,7 @@ def from_dict(written, source=None):
     if missing:
         raise RecipeError(f"{source}: missing key(s) {', '.join(map(repr, missing))} for a "
                           f"{task} recipe; accepted keys: {accepted}.")
-    values = {key: value for key, value in written.items()}
-    values.setdefault("task", task)
-    return recipe_class(**values, written=dict(written))
+    return recipe_class(**{"task": task, **written}, written=dict(written))
 
 
 def _is_of(value, expected):

@@ -31,6 +31,12 @@ class Task:
         """``{"train", "validation", "test"}``, each the task's examples."""
         raise NotImplementedError
 
+    @staticmethod
+    def split_sizes(splits):
+        """``{split: examples}`` (splits of ``(inputs, targets)``; a text's task counts
+        characters)."""
+        return {name: len(sides[0]) for name, sides in splits.items()}
+
     def build_preprocessor(self, splits):
         """The text pipeline, learned from the training split only."""
         raise NotImplementedError

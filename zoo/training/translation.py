@@ -54,13 +54,19 @@ def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, 
                             batch_size, shuffle, seed)
 
 
+def read_pairs_file(model, path):
+    """A user's TSV of pairs, English first, as (sources, references) in the model's
+    direction."""
+    return pair_sides(tatoeba.read_pairs(path), model.source_language)
+
+
 def tsv_dataset(model, path, batch_size=64, shuffle=True):
     """A ``fit``-ready dataset from a TSV of pairs (English first), in the model's direction.
 
     The model's vocabularies are kept: a word they lack is spelled in pieces (only a
     character never seen in training becomes ``[UNK]``).
     """
-    sources, targets = pair_sides(tatoeba.read_pairs(path), model.source_language)
+    sources, targets = read_pairs_file(model, path)
     return make_dataset(model, sources, targets, batch_size, shuffle=shuffle).dataset()
 
 
@@ -238,7 +244,7 @@ class TranslationTask(Task):
             "split": "groups of pairs sharing a sentence on either side, 90/5/5 by hash "
                      "(zoo.data.tatoeba.split)",
             **source,
-            "pairs": {name: len(sides[0]) for name, sides in splits.items()},
+            "pairs": self.split_sizes(splits),
         }
 
     def score(self, shipped, splits):
@@ -261,21 +267,20 @@ class TranslationTask(Task):
         return model_card(metadata)
 
     @staticmethod
-    def read_pairs(model, path):
-        """A user's TSV of pairs, English first, as (sources, references) in the model's
-        direction."""
-        return pair_sides(tatoeba.read_pairs(path), model.source_language)
-
-    @classmethod
-    def evaluate_file(cls, model, metadata, path, beam_size=1, batch_size=64):
+    def evaluate_file(model, metadata, path, beam_size=1, batch_size=64):
         """BLEU and chrF of a TSV of pairs, English first; or, for a preset judged by
         exact match, of (input, expected answer) pairs."""
-        if metric_of(metadata) == "exact_match":
-            return _exact_match_of_file(model, path, beam_size, batch_size)
-        sources, references = cls.read_pairs(model, path)
+        exact = metric_of(metadata) == "exact_match"
+        sources, references = (generated.read_tsv(path) if exact
+                               else read_pairs_file(model, path))
         if not sources:
             raise ValueError(f"{path} holds no sentence pairs.")
         hypotheses = _translate_with_progress(model, sources, beam_size, batch_size)
+        if exact:
+            result = evaluation.exact_match(hypotheses, references)
+            return ({"metric": "exact_match", "value": result["score"],
+                     "examples": len(sources), "beam_size": beam_size},
+                    [f"exact match {result['score']}% ({result['correct']} of {len(sources)})"])
         bleu = evaluation.bleu(hypotheses, references, model.target_language)
         chrf = evaluation.chrf(hypotheses, references)
         holes = evaluation.unknown_outputs(hypotheses)
@@ -285,17 +290,6 @@ class TranslationTask(Task):
                 [f"BLEU {bleu['score']}  ({bleu['signature']})",
                  f"chrF {chrf['score']}  ({chrf['signature']})",
                  f"[UNK] in {holes['count']} of {holes['examples']} outputs ({holes['percent']}%)"])
-
-
-def _exact_match_of_file(model, path, beam_size, batch_size):
-    sources, references = generated.read_tsv(path)
-    if not sources:
-        raise ValueError(f"{path} holds no sentence pairs.")
-    hypotheses = _translate_with_progress(model, sources, beam_size, batch_size)
-    result = evaluation.exact_match(hypotheses, references)
-    return ({"metric": "exact_match", "value": result["score"], "examples": len(sources),
-             "beam_size": beam_size},
-            [f"exact match {result['score']}% ({result['correct']} of {len(sources)})"])
 
 
 def _translate_with_progress(model, sources, beam_size, batch_size):
@@ -324,7 +318,7 @@ class GeneratedTask(TranslationTask):
         corpus = self.recipe.corpus
         return {"generator": f"zoo.data.generated.{generated.TASKS[corpus].__name__}",
                 "split": generated.SPLIT_RULE[corpus],
-                "pairs": {name: len(sides[0]) for name, sides in splits.items()}}
+                "pairs": self.split_sizes(splits)}
 
     def score(self, shipped, splits):
         return {**super().score(shipped, splits),
