@@ -87,7 +87,7 @@ def test_experiment_command_writes_figures_and_numbers(tmp_path, capsys):
     results = json.loads((tmp_path / "alignments.json").read_text())
     assert results["command"] == f"zoo experiment alignments --out {tmp_path} --quick"
     first = results["alignments"][0]
-    assert (first["text"], first["translation"]) == ("I read a book.", "我读一本书。")
+    assert (first["text"], first["translation"]) == ("I read a book.", "我读了一本书。")
     weights = np.array(first["weights"])
     assert weights.shape == (len(first["target_tokens"]), len(first["source_tokens"]))
     np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=0.01)
