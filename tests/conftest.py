@@ -14,6 +14,20 @@ def _seed():
     keras.utils.set_random_seed(1234)
 
 
+@pytest.fixture(autouse=True)
+def _torch_without_gradients():
+    """On PyTorch, outputs compared with numpy must not require gradients: tests run
+    without autograd, as inference does (``testcase.outputs_and_gradients`` turns it
+    on where a test differentiates)."""
+    if keras.backend.backend() != "torch":
+        yield
+        return
+    import torch
+
+    with torch.no_grad():
+        yield
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

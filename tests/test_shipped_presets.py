@@ -43,7 +43,8 @@ def test_metadata_records_training_and_checksums(name):
     for key in ("task", "description", "data", "training", "parameters", "files", "headline"):
         assert metadata.get(key), key
     training = metadata["training"]
-    # zoo train here, or the same network trained with Keras on JAX on the lent GPU machine.
+    # zoo train; or, for the character LMs, the script that trained a copy of the network
+    # on JAX on the lent GPU machine before zoo train ran there (since deleted).
     assert training["command"].startswith(
         (f"zoo train {name}", f"python training/charlm_on_jax.py train {name}"))
     assert training["wall_time_seconds"] > 0 and training["epochs_run"] >= 1

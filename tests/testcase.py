@@ -14,7 +14,6 @@ and so on.
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from zoo import presets
 
@@ -25,10 +24,62 @@ def assert_same_outputs(actual, expected, atol):
     if atol is None:
         assert actual == expected
         return
-    actual, expected = tf.nest.flatten(actual), tf.nest.flatten(expected)
+    actual, expected = keras.tree.flatten(actual), keras.tree.flatten(expected)
     assert len(actual) == len(expected)
     for a, b in zip(actual, expected):
         np.testing.assert_allclose(a, b, atol=atol)
+
+
+def outputs_and_gradients(function, inputs, variables):
+    """``function(*inputs) -> (outputs, loss)`` run with this Keras backend's autodiff.
+
+    Returns ``(outputs, gradients)`` as numpy arrays: the gradients of ``loss`` with
+    respect to each of ``inputs`` (numpy arrays) and then each of ``variables``
+    (Keras variables). One helper, so that a test compares the zoo with Keras on
+    TensorFlow, JAX and PyTorch alike.
+    """
+    backend = keras.backend.backend()
+    numpy = keras.ops.convert_to_numpy
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        tensors = [tf.constant(x) for x in inputs]
+        with tf.GradientTape() as tape:
+            tape.watch(tensors)
+            outputs, loss = function(*tensors)
+        gradients = tape.gradient(loss, tensors + [v.value for v in variables])
+    elif backend == "jax":
+        import jax
+
+        def pure(tensors, values):
+            with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+                outputs, loss = function(*tensors)
+            return loss, outputs
+
+        (_, outputs), (input_grads, variable_grads) = jax.value_and_grad(
+            pure, argnums=(0, 1), has_aux=True)([jax.numpy.asarray(x) for x in inputs],
+                                                [v.value for v in variables])
+        gradients = list(input_grads) + list(variable_grads)
+    else:
+        import torch
+
+        tensors = [torch.tensor(x, requires_grad=True) for x in inputs]
+        with torch.enable_grad():
+            outputs, loss = function(*tensors)
+        gradients = torch.autograd.grad(loss, tensors + [v.value for v in variables])
+        outputs = keras.tree.map_structure(lambda t: t.detach(), outputs)
+    return keras.tree.map_structure(numpy, outputs), [numpy(g) for g in gradients]
+
+
+def preset_weights(preset):
+    """``{path in the file: array}`` of a preset folder's ``model.weights.h5``."""
+    import h5py
+
+    with h5py.File(preset / "model.weights.h5") as weights:
+        arrays = []
+        weights.visititems(lambda name, item: arrays.append((name, item[()]))
+                           if isinstance(item, h5py.Dataset) else None)
+    return dict(arrays)
 
 
 def run_serialization_test(layer, call, model, model_inputs, path, atol=1e-6):

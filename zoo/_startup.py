@@ -110,9 +110,15 @@ def _write_unless_noise(target, segments, noise):
 
 
 def import_tensorflow_quietly():
-    """Import TensorFlow and enumerate devices with start-up notices filtered out."""
+    """Import TensorFlow and enumerate devices with start-up notices filtered out.
+
+    Only where Keras will run on TensorFlow: on JAX or PyTorch (``KERAS_BACKEND``),
+    on a machine that may not have TensorFlow at all, nothing is imported (None).
+    """
     if "tensorflow" in sys.modules:
         return sys.modules["tensorflow"]
+    if os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow":
+        return None
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     with native_stderr_without(STARTUP_NOISE):
         import tensorflow as tf

@@ -10,9 +10,9 @@ import time
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 import zoo.layers
+from zoo import backend
 from zoo.text.vocabulary import END_ID, PAD_ID, START_ID
 
 
@@ -38,11 +38,11 @@ def alternate(functions, rounds, repeats_per_round):
 
 
 def matmul_gflops(size=2048, repeats=10):
-    """This machine's float32 throughput on one large matrix product."""
-    a = tf.random.normal((size, size))
-    b = tf.random.normal((size, size))
-    product = tf.function(lambda: tf.matmul(a, b))
-    seconds = alternate({"matmul": lambda: product().numpy()}, rounds=3, repeats_per_round=repeats)
+    """This machine's float32 throughput on one large matrix product (this backend)."""
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((size, size), np.float32) for _ in range(2))
+    product = backend.compile_function(keras.ops.matmul)
+    seconds = alternate({"matmul": lambda: product(a, b)}, rounds=3, repeats_per_round=repeats)
     return 2 * size**3 / seconds["matmul"] / 1e9
 
 
@@ -53,33 +53,73 @@ def recurrent_layer_flops(cell, batch, steps, input_dim, units):
 
 
 def _layer_functions(layer, inputs):
+    """``(inference, training)``: each runs the layer on ``inputs`` (numpy), compiled
+    for this backend; training also computes the gradients for the inputs and weights."""
     layer(inputs)
+    infer = backend.compile_function(lambda x: layer(x, training=False), layer.variables)
+    return lambda: infer(inputs), _training_function(layer, inputs)
 
-    @tf.function
-    def infer():
-        return layer(inputs, training=False)
 
-    @tf.function
+def _training_function(layer, inputs):
+    name = backend.name()
+    if name == "tensorflow":
+        import tensorflow as tf
+
+        def gradients(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                loss = tf.reduce_sum(layer(x, training=True))
+            return tape.gradient(loss, [x] + layer.trainable_weights)
+
+        train = backend.compile_function(gradients)
+        return lambda: train(inputs)
+    if name == "jax":
+        import jax
+
+        def loss(trainable, non_trainable, x):
+            outputs, _ = layer.stateless_call(trainable, non_trainable, x, training=True)
+            return jax.numpy.sum(outputs)
+
+        gradients = jax.jit(jax.grad(loss, argnums=(0, 2)))
+
+        def train():
+            trainable = [v.value for v in layer.trainable_variables]
+            non_trainable = [v.value for v in layer.non_trainable_variables]
+            return jax.block_until_ready(gradients(trainable, non_trainable, inputs))
+
+        return train
+    import torch
+
     def train():
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(layer(inputs, training=True))
-        return tape.gradient(loss, [inputs] + layer.trainable_weights)
+        x = torch.tensor(inputs, requires_grad=True)
+        loss = torch.sum(layer(x, training=True))
+        return torch.autograd.grad(loss, [x] + [v.value for v in layer.trainable_weights])
 
-    def run(function):
-        return lambda: [t.numpy() for t in tf.nest.flatten(function())]
+    return train
 
-    return run(infer), run(train)
+
+def _threads():
+    if backend.is_tensorflow():
+        import tensorflow as tf
+
+        return tf.config.threading.get_intra_op_parallelism_threads() or "all"
+    if backend.name() == "torch":
+        import torch
+
+        return torch.get_num_threads()
+    return "all"
 
 
 def benchmark_layers(batch=64, steps=50, input_dim=256, units=256, rounds=7, repeats=5,
                      cells=("LSTM", "GRU"), printer=print):
-    """Zoo layers against the Keras built-ins: training and inference throughput."""
-    inputs = tf.Variable(tf.random.normal((batch, steps, input_dim), seed=0))
+    """Zoo layers against the Keras built-ins, on this Keras backend: training and
+    inference throughput."""
+    inputs = np.random.default_rng(0).standard_normal((batch, steps, input_dim), np.float32)
     peak = matmul_gflops()
     printer(
-        f"zoo benchmark layers: batch {batch}, {steps} steps, {input_dim} inputs, "
-        f"{units} units, float32, {tf.config.threading.get_intra_op_parallelism_threads() or 'all'} "
-        f"intra-op threads; medians of {rounds} alternating rounds x {repeats} calls"
+        f"zoo benchmark layers on {backend.name()}: batch {batch}, {steps} steps, "
+        f"{input_dim} inputs, {units} units, float32, {_threads()} intra-op threads; "
+        f"medians of {rounds} alternating rounds x {repeats} calls"
     )
     printer(f"this machine, one 2048x2048 matmul: {peak:.1f} GFLOP/s")
     header = f"{'layer':<6}{'mode':<11}{'zoo seq/s':>11}{'keras seq/s':>13}{'zoo/keras':>11}{'zoo GFLOP/s':>13}{'of matmul':>11}"
@@ -92,7 +132,7 @@ def benchmark_layers(batch=64, steps=50, input_dim=256, units=256, rounds=7, rep
         zoo_infer, zoo_train = _layer_functions(zoo_layer, inputs)
         keras_infer, keras_train = _layer_functions(keras_layer, inputs)
         keras_layer.set_weights(zoo_layer.get_weights())
-        np.testing.assert_allclose(zoo_infer()[0], keras_infer()[0], atol=1e-4)
+        np.testing.assert_allclose(zoo_infer(), keras_infer(), atol=1e-4)
         forward_flops = recurrent_layer_flops(cell, batch, steps, input_dim, units)
         for mode, zoo_fn, keras_fn, flops in (
             ("inference", zoo_infer, keras_infer, forward_flops),
@@ -107,9 +147,9 @@ def benchmark_layers(batch=64, steps=50, input_dim=256, units=256, rounds=7, rep
                 f"{ratio:>11.2f}{gflops:>13.1f}{gflops / peak:>10.0%}"
             )
             results.append(
-                {"layer": cell, "mode": mode, "zoo_seconds": seconds["zoo"],
-                 "keras_seconds": seconds["keras"], "ratio": ratio, "zoo_gflops": gflops,
-                 "matmul_gflops": peak}
+                {"layer": cell, "mode": mode, "backend": backend.name(),
+                 "zoo_seconds": seconds["zoo"], "keras_seconds": seconds["keras"],
+                 "ratio": ratio, "zoo_gflops": gflops, "matmul_gflops": peak}
             )
     return results
 
@@ -135,6 +175,8 @@ def tutorial_translator(source_vocabulary_size, target_vocabulary_size, units=25
     ``tf.range`` loop stops when every sentence has ended, which for an untrained
     model never happens, so ``steps`` below 50 stand in for where a trained one stops.
     """
+    import tensorflow as tf
+
     encoder_embedding = keras.layers.Embedding(source_vocabulary_size, units, mask_zero=True)
     encoder = keras.layers.Bidirectional(
         keras.layers.GRU(units, return_sequences=True), merge_mode="sum")
@@ -196,6 +238,8 @@ def tutorial_translator(source_vocabulary_size, target_vocabulary_size, units=25
 def _translation_runtimes(model, name, directory):
     """Translate functions ``(texts, beam_size) -> list[str]`` for every runtime, and the
     TFLite files by variant."""
+    import tensorflow as tf
+
     from zoo import export
 
     tflite = {
@@ -229,6 +273,9 @@ def benchmark_translate(name, latency_sentences=16, batch=64, rounds=9, data_dir
                         printer=print):
     """Latency (batch 1) and throughput (batch 64), greedy and beam 5, for Keras,
     SavedModel and TFLite, measured alternately; then size and BLEU of each TFLite file."""
+    backend.require_tensorflow("zoo benchmark translate")
+    import tensorflow as tf
+
     import tempfile
 
     import zoo
@@ -310,6 +357,8 @@ def _tutorial_functions(model, texts):
     vocabularies, as benchmark cases: its exported 50-step function, and its loop
     stopped after as many steps as this preset's greedy search takes on ``texts``
     (where a trained tutorial model would stop, near enough)."""
+    import tensorflow as tf
+
     decode, parameters = tutorial_translator(model.source_vocabulary_size,
                                              model.target_vocabulary_size, model.units)
     source_ids = tf.constant(model.preprocessor.encode_sources(texts))
@@ -364,6 +413,9 @@ def benchmark_serve(name, requests=200, concurrency=(1, 4, 16), data_dir=None, p
     """Throughput and p50/p99 latency of the SavedModel's ``serving_default`` signature
     called from 1, 4 and 16 threads, one text per request (as TF Serving would see
     independent clients). The answers are checked equal to sequential calls."""
+    backend.require_tensorflow("zoo benchmark serve")
+    import tensorflow as tf
+
     import tempfile
 
     from zoo import export

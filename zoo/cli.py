@@ -131,7 +131,7 @@ def _command_evaluate(args):
 
 
 def _command_train(args):
-    from zoo import training
+    from zoo import backend, training
     from zoo.training import loop
 
     recipe = training.load_recipe(args.recipe)
@@ -144,13 +144,16 @@ def _command_train(args):
         print(f"preset re-scored in {directory}")
         return 0
     command = "zoo " + shlex.join(args.argv)
-    if args.checkpoint_every < 1:
-        raise UsageError(f"--checkpoint-every must be at least 1; received {args.checkpoint_every}.")
+    checkpoint_every = args.checkpoint_every
+    if checkpoint_every is not None and checkpoint_every < 1:
+        raise UsageError(f"--checkpoint-every must be at least 1; received {checkpoint_every}.")
+    if checkpoint_every is None and backend.is_tensorflow():
+        checkpoint_every = 200
     options = loop.Options(
         strategy=loop.make_strategy(args.strategy),
         checkpoint_dir=Path(args.checkpoint_dir
                             or Path("checkpoints") / Path(args.out or recipe.name).name),
-        checkpoint_every=args.checkpoint_every)
+        checkpoint_every=checkpoint_every)
     directory = training.train(
         recipe, out_dir=args.out, epochs=args.epochs, data_file=args.data,
         data_dir=args.data_dir, log_dir=args.log_dir, command=command, tfds_name=args.tfds,
@@ -260,8 +263,9 @@ def build_parser():
     train.add_argument("--checkpoint-dir",
                        help="checkpoints to resume from (default checkpoints/NAME); removed "
                             "once the preset is written")
-    train.add_argument("--checkpoint-every", type=int, default=200, metavar="STEPS",
-                       help="also checkpoint every STEPS steps inside an epoch (default 200)")
+    train.add_argument("--checkpoint-every", type=int, metavar="STEPS",
+                       help="also checkpoint every STEPS steps inside an epoch (default 200; "
+                            "TensorFlow only: JAX and PyTorch checkpoint after every epoch)")
     train.add_argument("--retune-decoding", action="store_true",
                        help="do not train: re-choose the beam length penalty of the trained "
                             "preset on validation and re-score its test split")
@@ -331,13 +335,14 @@ def main(argv=None):
 
 
 def _run(args):
+    from zoo.backend import BackendError
     from zoo.presets import PresetError
 
     try:
         status = args.run(args)
         sys.stdout.flush()  # output still buffered meets a closed pipe here, not at exit
         return status
-    except (PresetError, UsageError, FileNotFoundError, ValueError) as error:
+    except (PresetError, UsageError, FileNotFoundError, ValueError, BackendError) as error:
         print(f"zoo: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -6,11 +6,12 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
-
 import zoo.layers
 
-from testcase import run_serialization_test
+from testcase import outputs_and_gradients, run_serialization_test
+
+TENSORFLOW_ONLY = pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                                     reason="tf.function graphs: the TensorFlow backend")
 
 CASES = [
     ("SimpleRNN", {}),
@@ -38,22 +39,21 @@ def _masks():
 
 
 def _outputs_and_gradients(layer, inputs, mask, initial_state, training):
-    inputs = tf.constant(inputs)
-    initial_state = [tf.constant(s) for s in initial_state] if initial_state else None
-    with tf.GradientTape() as tape:
-        tape.watch(inputs)
-        if initial_state:
-            for state in initial_state:
-                tape.watch(state)
-        outputs = layer(inputs, mask=mask, initial_state=initial_state, training=training)
+    initial_state = list(initial_state or [])
+
+    def run(inputs, *initial_state):
+        outputs = layer(inputs, mask=mask, initial_state=list(initial_state) or None,
+                        training=training)
         outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
         # Weight every output element differently, so that no gradient term cancels.
-        loss = sum(
-            tf.reduce_sum(o * tf.range(1, 1 + o.shape[-1], dtype=o.dtype) / o.shape[-1])
-            for o in outputs
-        )
-    sources = [inputs] + layer.trainable_weights + (initial_state or [])
-    return outputs, tape.gradient(loss, sources)
+        weights = [np.arange(1, 1 + o.shape[-1], dtype="float32") / o.shape[-1] for o in outputs]
+        return outputs, sum(keras.ops.sum(keras.ops.multiply(o, w)) for o, w in zip(outputs, weights))
+
+    outputs, gradients = outputs_and_gradients(
+        run, [inputs] + initial_state, layer.trainable_weights)
+    # The order of the sources as before: inputs, weights, initial states.
+    count = 1 + len(initial_state)
+    return outputs, gradients[:1] + gradients[count:] + gradients[1:count]
 
 
 def _pair(name, **kwargs):
@@ -277,6 +277,7 @@ def test_config_round_trip_and_keras_file(name, tmp_path, rng):
                            tmp_path / "model.keras", atol=1e-6)
 
 
+@TENSORFLOW_ONLY
 @pytest.mark.parametrize("case", CASES[:4], ids=_case_id)
 @pytest.mark.parametrize("training", [False, True])
 def test_unknown_batch_and_time_in_a_graph(case, training, rng):
@@ -287,6 +288,8 @@ def test_unknown_batch_and_time_in_a_graph(case, training, rng):
     ours(inputs)
     theirs(inputs)
     theirs.set_weights(ours.get_weights())
+    import tensorflow as tf
+
     signature = [tf.TensorSpec([None, None, 5], tf.float32), tf.TensorSpec([None, None], tf.bool)]
     graph_ours = tf.function(lambda x, m: ours(x, mask=m, training=training),
                              input_signature=signature)

@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import h5py
 import keras
 import numpy as np
 import pytest
@@ -19,6 +18,8 @@ from zoo.training import callbacks as training_callbacks
 from zoo.training import language_model, loop, recipes
 from zoo.training.optimizer import adam
 from zoo.cli import main
+
+from testcase import preset_weights
 
 TESTS = Path(__file__).resolve().parents[1]  # tests/, where the helper script lives
 WORDS = ("the king and queen of a fair land where we lay our scene from ancient grudge "
@@ -132,7 +133,7 @@ def test_zoo_train_multi_worker_writes_the_same_preset_on_every_worker(text_file
                                           stderr=subprocess.STDOUT, text=True))
     for process in processes:
         _finish(process)
-    first, second = (_model_weights(tmp_path / f"worker{index}") for index in range(2))
+    first, second = (preset_weights(tmp_path / f"worker{index}") for index in range(2))
     for name in first:
         np.testing.assert_array_equal(first[name], second[name])
 
@@ -166,14 +167,6 @@ def _train_command(recipe, text_file, out, checkpoints):
     return [sys.executable, "-m", "zoo", "train", str(recipe), "--data", str(text_file),
             "--out", str(out), "--checkpoint-dir", str(checkpoints), "--checkpoint-every", "5",
             "--log-dir", str(out.parent / "runs")]
-
-
-def _model_weights(preset):
-    with h5py.File(preset / "model.weights.h5") as weights:
-        arrays = []
-        weights.visititems(lambda name, item: arrays.append((name, item[()]))
-                           if isinstance(item, h5py.Dataset) else None)
-    return dict(arrays)
 
 
 def _state(checkpoints):
@@ -212,7 +205,7 @@ def test_sigkilled_training_resumes_and_matches_an_uninterrupted_run(text_file, 
     result = subprocess.run(command, env=_clean_env(), capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"epoch 2, step {killed_at['step']}" in result.stdout
-    expected, actual = _model_weights(uninterrupted), _model_weights(resumed)
+    expected, actual = preset_weights(uninterrupted), preset_weights(resumed)
     assert expected.keys() == actual.keys()
     for name in expected:  # the same computation replayed: equal up to float32 rounding
         np.testing.assert_allclose(actual[name], expected[name], atol=1e-5, err_msg=name)

@@ -8,7 +8,8 @@ Two formats, one registry (keyed like ``zoo export --format``):
   greedy and beam search inside) and ``DIR/NAME.json`` (the tokenizer rules and
   vocabularies a phone needs). ``TFLiteTranslator`` runs it with LiteRT alone.
 
-TensorFlow is imported only by the exporters: ``TFLiteTranslator`` needs just
+The exporters need Keras on TensorFlow (a preset trained on JAX or PyTorch exports
+from there: presets are backend-neutral); TensorFlow is imported only by them: ``TFLiteTranslator`` needs just
 ``ai_edge_litert`` and numpy, as a mobile app would.
 """
 
@@ -47,6 +48,9 @@ def export(model, format, directory, name=None, **options):
         raise ValueError(
             f"Unknown export format {format!r}; available: {', '.join(FORMATS)}."
         )
+    from zoo import backend
+
+    backend.require_tensorflow(f"Exporting ({format})")
     if isinstance(model, (str, os.PathLike)):
         import zoo
 

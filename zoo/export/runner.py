@@ -1,6 +1,7 @@
 """Run exported .tflite models with LiteRT alone (no TensorFlow), as an app would."""
 
 import json
+import random
 from pathlib import Path
 
 import numpy as np
@@ -78,9 +79,10 @@ class TFLiteLanguageModel:
     """``TFLiteLanguageModel("DIR/NAME.tflite").generate(prompt, length, temperature, seed)``.
 
     The file holds one step of the network; this runner feeds the prompt through it,
-    then samples each next character with numpy (a phone app would do the same in
-    its own language). At temperature 0 the text is exactly the Keras model's; at
-    other temperatures it is drawn from the same distribution with numpy's generator.
+    then samples each next character with ``zoo.decoding.sample`` (a phone app would
+    port its few integer operations): the same seed gives the Keras model's text.
+    Sampling uses Keras on any backend; without TensorFlow, JAX or PyTorch installed,
+    ``KERAS_BACKEND=numpy`` is enough.
     """
 
     def __init__(self, path, num_threads=None):
@@ -93,26 +95,23 @@ class TFLiteLanguageModel:
         return result["logits"][0], result["states"]
 
     def generate(self, prompt, length, temperature=1.0, seed=None):
+        import keras
+
+        from zoo import decoding
+
         length, temperature = codec.check_generation_arguments(length, temperature, seed)
         prompt_ids = self.preprocessor.encode(codec.prompt_text(prompt))
-        rng = np.random.default_rng(seed)
+        seed = random.randrange(2**31) if seed is None else seed
         states = np.zeros(self.config["states"], np.float32)
         for token in prompt_ids:
             logits, states = self.step(token, states)
         text = []
-        for _ in range(length):
-            token = _sample(logits, temperature, rng)
+        for position in range(length):
+            token = int(keras.ops.convert_to_numpy(
+                decoding.sample(logits[None], temperature, seed, position))[0])
             text.append(self.preprocessor.characters[token])
             logits, states = self.step(token, states)
         return "".join(text)
-
-
-def _sample(logits, temperature, rng):
-    if temperature == 0:
-        return int(np.argmax(logits))
-    scaled = logits.astype(np.float64) / temperature
-    probabilities = np.exp(scaled - scaled.max())
-    return int(rng.choice(len(logits), p=probabilities / probabilities.sum()))
 
 
 class TFLiteClassifier:

@@ -10,10 +10,10 @@ a better validation split too.)
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 import zoo.layers
+from zoo import backend
 from zoo.text import codec, tokenizers
 from zoo.text.preprocessor import ClassifierPreprocessor
 from zoo.text.vocabulary import PAD_ID
@@ -130,10 +130,10 @@ class TextClassifier(keras.Model):
         """``[len(texts), labels]`` softmax probabilities."""
         texts = codec.text_list(texts)
         if self._predict_function is None:
-            object.__setattr__(self, "_predict_function", tf.function(
-                lambda ids: ops.softmax(self(ids), axis=-1), reduce_retracing=True))
+            object.__setattr__(self, "_predict_function", backend.compile_function(
+                lambda ids: ops.softmax(self(ids), axis=-1), self.variables))
         rows = [np.zeros((0, len(self.labels)), np.float32)]
         for start in range(0, len(texts), batch_size):
             ids = self._require_preprocessor().encode(texts[start : start + batch_size])
-            rows.append(self._predict_function(tf.constant(ids)).numpy())
+            rows.append(self._predict_function(np.asarray(ids, np.int32)))
         return np.concatenate(rows)

@@ -8,19 +8,19 @@ character over a held-out text read in one pass (the state carried from chunk
 to chunk, as when generating).
 
 Generation samples one character at a time from ``softmax(logits / temperature)``
-with a stateless sampler seeded by ``(seed, step)``: the same seed gives the same
-text in Python and in the SavedModel. (The TFLite runner samples with numpy: the
-same text at temperature 0, the same distribution otherwise.)
+with ``zoo.decoding.sample``, whose random numbers are a pure function of
+``(seed, step)``: the same seed gives the same text in Python on every Keras
+backend, in the SavedModel and through the TFLite runner.
 """
 
 import random
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 import zoo.layers
+from zoo import backend, decoding
 from zoo.text import codec
 from zoo.text.preprocessor import CharacterPreprocessor
 SEQUENCE_LAYERS = {"rnn": zoo.layers.SimpleRNN, "lstm": zoo.layers.LSTM, "gru": zoo.layers.GRU}
@@ -165,7 +165,7 @@ class CharLanguageModel(keras.Model):
         states, total = self.zero_states(1), 0.0
         for start in range(0, len(ids) - 1, chunk_length):
             chunk = ids[start : start + chunk_length + 1]
-            loss, states = score(tf.constant(chunk[None, :-1]), tf.constant(chunk[None, 1:]), states)
+            loss, states = score(chunk[None, :-1], chunk[None, 1:], states)
             total += float(loss)
         return total / (len(ids) - 1)
 
@@ -180,12 +180,12 @@ class CharLanguageModel(keras.Model):
         length, temperature = codec.check_generation_arguments(length, temperature, seed)
         seed = random.randrange(2**31) if seed is None else seed
         preprocessor = self._require_preprocessor()
-        prompt_ids = tf.constant([preprocessor.encode(codec.prompt_text(prompt))], tf.int32)
+        prompt_ids = np.asarray([preprocessor.encode(codec.prompt_text(prompt))], np.int32)
         logits, states = self._function("prime", self._prime)(prompt_ids)
         step = self._function("step", self._sample_and_step)
         for position in range(length):
-            token, logits, states = step(logits, states, tf.constant(temperature),
-                                         tf.constant([seed, position], tf.int32))
+            token, logits, states = step(logits, states, np.float32(temperature),
+                                         np.int32(seed), np.int32(position))
             yield preprocessor.characters[int(token[0])]
 
     def generate(self, prompt, length, temperature=1.0, seed=None):
@@ -194,41 +194,33 @@ class CharLanguageModel(keras.Model):
         return "".join(self.stream(prompt, length, temperature, seed))
 
     def generate_ids(self, prompt_ids, length, temperature, seed):
-        """The generation loop as graph ops (SavedModel): ids ``[1, length]`` for one prompt.
-
-        Samples exactly as ``stream`` does, so the same seed gives the same text.
+        """The generation loop in one graph (SavedModel): ids ``[1, length]`` for one
+        prompt. Samples exactly as ``stream`` does, so the same seed gives the same text.
         """
         logits, states = self._prime(prompt_ids)
-        output = tf.TensorArray(tf.int32, size=length, element_shape=[1])
+        output = ops.zeros((1, length), "int32")
 
         def body(position, logits, states, output):
             token, logits, states = self._sample_and_step(
-                logits, states, temperature, tf.stack([seed, position]))
-            return position + 1, logits, states, output.write(position, token)
+                logits, states, temperature, seed, position)
+            return position + 1, logits, states, decoding.write_token(output, position, token)
 
-        _, _, _, output = tf.while_loop(
-            lambda position, *_: position < length, body, (0, logits, states, output))
-        return tf.reshape(output.stack(), [1, -1])
+        *_, output = ops.while_loop(
+            lambda position, *_: position < length, body,
+            (ops.convert_to_tensor(0, "int32"), logits, states, output))
+        return output
 
     def _prime(self, prompt_ids):
         logits, states = self.run(prompt_ids)
         return logits[:, -1], states
 
-    def _sample_and_step(self, logits, states, temperature, seed):
-        token = sample(logits, temperature, seed)
+    def _sample_and_step(self, logits, states, temperature, seed, position):
+        token = decoding.sample(logits, temperature, seed, position)
         logits, states = self.step(token, states)
         return token, logits, states
 
     def _function(self, name, python_function):
-        # Traced once per model; kept out of Keras attribute tracking (not model state).
+        # Compiled once per model; kept out of Keras attribute tracking (not model state).
         if name not in self._functions:
-            self._functions[name] = tf.function(python_function, reduce_retracing=True)
+            self._functions[name] = backend.compile_function(python_function, self.variables)
         return self._functions[name]
-
-
-def sample(logits, temperature, seed):
-    """Ids ``[B]`` drawn from ``softmax(logits / temperature)``; argmax at temperature 0."""
-    greedy = tf.argmax(logits, axis=-1, output_type=tf.int32)
-    scaled = logits / tf.maximum(tf.cast(temperature, logits.dtype), 1e-6)
-    drawn = tf.cast(tf.random.stateless_categorical(scaled, 1, seed)[:, 0], tf.int32)
-    return tf.where(temperature > 0, drawn, greedy)

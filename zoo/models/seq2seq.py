@@ -19,20 +19,30 @@ import threading
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 from keras.src import backend
 
 import zoo.layers
+from zoo import backend as zoo_backend
 from zoo import decoding
 from zoo.text import codec, tokenizers
 from zoo.text.preprocessor import TranslationPreprocessor
 from zoo.text.vocabulary import PAD_ID
 
-# ``translate`` may be called from many threads: the searches run as tf.functions,
-# which TensorFlow runs concurrently; this lock keeps two threads from tracing the
+# ``translate`` may be called from many threads: the compiled searches run
+# concurrently; this lock keeps two threads from tracing the
 # same search twice when they both find it missing from the cache.
 _TRACING = threading.Lock()
+
+
+def _pad_for_compilation(source_ids):
+    """JAX compiles a search once per input shape: padding the source to a multiple of
+    8 positions bounds the shapes it sees (the padding is masked, so the numbers are
+    the same). TensorFlow's one graph takes every shape as it is."""
+    if zoo_backend.is_tensorflow():
+        return source_ids
+    width = -(-source_ids.shape[1] // 8) * 8
+    return np.pad(source_ids, ((0, 0), (0, width - source_ids.shape[1])))
 
 
 class Seq2Seq(keras.Model):
@@ -201,8 +211,8 @@ class Seq2Seq(keras.Model):
         max_length = max_length or self.max_output_length
         greedy = isinstance(beam_size, int) and beam_size == 1
         # A static batch size (TFLite traces at batch 1) keeps the loop shapes static.
-        batch = source_ids.shape[0] or tf.shape(source_ids)[0]
-        source_length = tf.shape(source_ids)[1]
+        batch = source_ids.shape[0] or ops.shape(source_ids)[0]
+        source_length = ops.shape(source_ids)[1]
         if greedy:
             step, state = self._step_over_state(source_ids)
             return decoding.greedy_search(
@@ -237,7 +247,7 @@ class Seq2Seq(keras.Model):
         step_over_state, state = self._step_over_state(source_ids)
         recurrent = {k: state[k] for k in self.recurrent_state}
         memory = {
-            k: tf.repeat(v, beam_size, axis=0) for k, v in state.items() if k not in recurrent
+            k: ops.repeat(v, beam_size, axis=0) for k, v in state.items() if k not in recurrent
         }
 
         def step(tokens, recurrent):
@@ -250,12 +260,9 @@ class Seq2Seq(keras.Model):
         key = (beam_size, max_length, return_attention)
         with _TRACING:
             if key not in self._searches:
-                self._searches[key] = tf.function(
+                self._searches[key] = zoo_backend.compile_function(
                     lambda source_ids: self.generate_ids(source_ids, beam_size, max_length,
-                                                         return_attention),
-                    input_signature=[tf.TensorSpec([None, None], tf.int32)],
-                    autograph=False,
-                )
+                                                         return_attention), self.variables)
             return self._searches[key]
 
     def _decode(self, texts, beam_size, max_length, batch_size, return_attention=False):
@@ -274,9 +281,9 @@ class Seq2Seq(keras.Model):
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             source_ids = preprocessor.encode_sources([texts[i] for i in chunk])
-            tokens, attention = search(tf.constant(source_ids))
-            tokens = tokens.numpy()
-            attention = None if attention is None else attention.numpy()
+            tokens, attention = search(_pad_for_compilation(source_ids))
+            if attention is not None:
+                attention = attention[:, :, : source_ids.shape[1]]
             for row, index in enumerate(chunk):
                 yield index, tokens[row], None if attention is None else attention[row], source_ids[row]
 

@@ -1,5 +1,7 @@
 """The Keras callbacks every training runs with."""
 
+import importlib.util
+
 import keras
 
 
@@ -18,4 +20,7 @@ def standard_callbacks(recipe, log_dir, monitor="val_loss", reduce_on_plateau=Tr
     if reduce_on_plateau:
         callbacks.append(keras.callbacks.ReduceLROnPlateau(monitor=monitor, mode=mode, factor=0.5,
                                                            patience=1))
+    if importlib.util.find_spec("tensorflow") is None:  # Keras writes TensorBoard logs with it
+        print("TensorBoard logs need TensorFlow, which this machine lacks: none are written.")
+        return callbacks
     return callbacks + [keras.callbacks.TensorBoard(log_dir=str(log_dir))]

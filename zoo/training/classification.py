@@ -10,7 +10,6 @@ accuracy. The shipped preset is also scored on the behavioural suite
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 import zoo.models
 from zoo import presets
@@ -19,6 +18,7 @@ from zoo.text.preprocessor import ClassifierPreprocessor
 from zoo.text.vocabulary import pad_batch
 from zoo.training import shipping
 from zoo.training.batches import bucketed_dataset
+from zoo.training.loop import Ids
 from zoo.training.optimizer import adam
 from zoo.training.task import Task
 
@@ -41,7 +41,7 @@ def make_dataset(model, sentences, labels, batch_size, shuffle, seed=0):
 
     return bucketed_dataset(
         [i for i, row in enumerate(rows) if row], lambda i: len(rows[i]), batch_of,
-        (tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)),
+        (Ids(), Ids(rank=1)),
         batch_size, shuffle, seed)
 
 

@@ -10,14 +10,13 @@ import math
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 import zoo.models
 from zoo import presets
 from zoo.data import shakespeare
 from zoo.text.preprocessor import CharacterPreprocessor
 from zoo.training import shipping
-from zoo.training.loop import EpochData
+from zoo.training.loop import EpochData, Ids
 from zoo.training.optimizer import adam
 from zoo.training.task import Task
 
@@ -51,7 +50,7 @@ def windows(ids, sequence_length, batch_size, shuffle, seed=0):
             rows = ids[chosen]
             yield rows[:, :-1], rows[:, 1:]
 
-    spec = tf.TensorSpec([None, sequence_length], tf.int32)
+    spec = Ids(width=sequence_length)
     return EpochData(batches_of_pass, batches, (spec, spec))
 
 

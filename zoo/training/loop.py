@@ -1,5 +1,9 @@
 """One training loop for every ``tf.distribute`` strategy, resumable after a crash.
 
+(On JAX and PyTorch, where ``tf.distribute`` does not exist, ``fit`` hands the same
+batches, callbacks, validation and checkpoints to Keras' own ``model.fit``; JAX spreads
+batches over devices with ``keras.distribution.DataParallel``.)
+
 Why not ``model.fit``: under ``MultiWorkerMirroredStrategy``, Keras 3's ``fit`` (TF 2.21)
 fails before its first step with "Attempt to convert a value (PerReplica:...)" (its
 symbolic build reduces a distributed batch eagerly). This loop runs Keras' own
@@ -27,9 +31,12 @@ import os
 import shutil
 from pathlib import Path
 
+import contextlib
+
 import keras
 import numpy as np
-import tensorflow as tf
+
+from zoo import backend
 
 STRATEGIES = ("default", "mirrored", "multi_worker")
 STATE_FILE = "state.json"
@@ -46,7 +53,17 @@ class CheckpointMismatch(ValueError):
 
 
 def make_strategy(name="default"):
-    """The ``tf.distribute`` strategy called ``name`` (create it before any model)."""
+    """The ``tf.distribute`` strategy called ``name`` (create it before any model).
+
+    On JAX, ``mirrored`` (every local device) is ``keras.distribution.DataParallel``,
+    set for the process, and the strategy returned is None, as for ``default``.
+    """
+    if name not in STRATEGIES:
+        raise ValueError(f"Unknown strategy {name!r}; known: {', '.join(STRATEGIES)}.")
+    if not backend.is_tensorflow():
+        return _keras_distribution(name)
+    import tensorflow as tf
+
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
@@ -54,20 +71,47 @@ def make_strategy(name="default"):
         # as the tests do to run two replicas on one CPU).
         devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
         return tf.distribute.MirroredStrategy([device.name for device in devices])
-    if name == "multi_worker":
-        if "TF_CONFIG" not in os.environ:
-            raise ValueError("--strategy multi_worker needs the TF_CONFIG environment variable "
-                             "(the cluster's workers and this process's index); it is not set.")
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    raise ValueError(f"Unknown strategy {name!r}; known: {', '.join(STRATEGIES)}.")
+    if "TF_CONFIG" not in os.environ:
+        raise ValueError("--strategy multi_worker needs the TF_CONFIG environment variable "
+                         "(the cluster's workers and this process's index); it is not set.")
+    return tf.distribute.MultiWorkerMirroredStrategy()
+
+
+def _keras_distribution(name):
+    if name == "default":
+        return None
+    if name == "mirrored" and backend.name() == "jax":
+        devices = keras.distribution.list_devices()
+        keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+        print(f"keras.distribution.DataParallel over {len(devices)} devices: "
+              f"{', '.join(devices)}")
+        return None
+    raise ValueError(f"--strategy {name} needs TensorFlow (tf.distribute); on {backend.name()} "
+                     "the strategies are: default"
+                     + (", mirrored (keras.distribution.DataParallel)."
+                        if backend.name() == "jax" else "."))
+
+
+@dataclasses.dataclass(frozen=True)
+class Ids:
+    """The spec of one int32 tensor of a batch: ``[batch]`` (``rank=1``) or
+    ``[batch, width]`` (``width`` None: any)."""
+
+    rank: int = 2
+    width: int | None = None
+
+    def tensor_spec(self):
+        import tensorflow as tf
+
+        return tf.TensorSpec([None] if self.rank == 1 else [None, self.width], tf.int32)
 
 
 class EpochData:
     """Batches that are a function of the epoch, so that a resumed run sees what an
     uninterrupted one would.
 
-    ``batches_of_pass(index)`` yields the batches of pass ``index``; every pass has
-    ``count`` batches matching ``output_signature``.
+    ``batches_of_pass(index)`` yields the batches of pass ``index`` (numpy arrays);
+    every pass has ``count`` batches matching ``output_signature`` (a nest of ``Ids``).
     """
 
     def __init__(self, batches_of_pass, count, output_signature):
@@ -77,28 +121,73 @@ class EpochData:
         return self.count
 
     def dataset(self, first_pass=0):
-        """The batches of pass ``first_pass`` (repeated: of the passes after it)."""
+        """TensorFlow: a ``tf.data`` dataset of the batches of pass ``first_pass``
+        (repeated: of the passes after it)."""
+        import tensorflow as tf
+
         passes = itertools.count(first_pass)
 
         def generate():
             yield from self.batches_of_pass(next(passes))
 
-        dataset = tf.data.Dataset.from_generator(generate, output_signature=self.output_signature)
+        signature = tf.nest.map_structure(lambda ids: ids.tensor_spec(), self.output_signature)
+        dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
         # A known length lets Keras show progress and end validation cleanly.
         return dataset.apply(tf.data.experimental.assert_cardinality(self.count)).prefetch(2)
+
+    def py_dataset(self, first_pass=0):
+        """Any backend: a ``keras.utils.PyDataset`` whose epoch k is pass ``first_pass + k``."""
+        return _Passes(self, first_pass)
+
+
+class _Passes(keras.utils.PyDataset):
+    """``EpochData`` for ``model.fit`` (no TensorFlow needed): epoch k reads pass k,
+    in order (Keras peeks at batches before the first epoch; a batch asked for again
+    restarts the pass's generator). ``fit`` tells it the epoch (``start_epoch``): how
+    often Keras calls ``on_epoch_end`` around its peeks is not the epoch count."""
+
+    def __init__(self, data, first_pass):
+        super().__init__()
+        self.data, self.pass_index = data, first_pass
+        self._batches, self._next = None, 0
+
+    @property
+    def num_batches(self):
+        return self.data.count
+
+    def __len__(self):
+        return self.data.count
+
+    def start_epoch(self, epoch):
+        self.pass_index, self._batches = epoch, None
+
+    def __getitem__(self, index):
+        if self._batches is None or index < self._next:
+            self._batches, self._next = self.data.batches_of_pass(self.pass_index), 0
+        for _ in range(index - self._next):
+            next(self._batches)
+        self._next = index + 1
+        return next(self._batches)
 
 
 @dataclasses.dataclass
 class Options:
     """How a training runs, not what it trains: its strategy and its checkpoints."""
 
-    strategy: tf.distribute.Strategy | None = None  # None: the default strategy
+    strategy: object = None  # a tf.distribute.Strategy; None: the default strategy
     checkpoint_dir: Path | None = None  # None: no checkpoints, nothing to resume
     checkpoint_every: int | None = None  # steps between checkpoints inside an epoch
 
+    def __post_init__(self):
+        if self.checkpoint_every and not backend.is_tensorflow():
+            raise ValueError(f"--checkpoint-every needs the TensorFlow backend; on "
+                             f"{backend.name()} checkpoints are written after every epoch.")
+
     def scope(self):
         """Build and compile the model under this (its variables belong to the strategy)."""
-        return (self.strategy or tf.distribute.get_strategy()).scope()
+        if self.strategy is None:
+            return contextlib.nullcontext()
+        return self.strategy.scope()
 
     def part(self, name):
         """The options for one of several trainings of one run (own checkpoints)."""
@@ -126,8 +215,11 @@ def fit(model, train_data, epochs, validation_data=None, callbacks=(), run_descr
         options: an ``Options``; the model was built and compiled in its ``scope()``.
     """
     options = options or Options()
-    if isinstance(validation_data, EpochData):
-        validation_data = validation_data.dataset()
+    if not backend.is_tensorflow():
+        return _fit_with_keras(model, train_data, epochs, validation_data, callbacks,
+                               run_description, options, validation_metrics)
+    import tensorflow as tf
+
     strategy = options.strategy or tf.distribute.get_strategy()
     with strategy.scope():
         model.optimizer.build(model.trainable_variables)
@@ -173,6 +265,8 @@ def fit(model, train_data, epochs, validation_data=None, callbacks=(), run_descr
 
 
 def _distributed_train_step(model, strategy):
+    import tensorflow as tf
+
     @tf.function
     def train_step(iterator):
         outputs = strategy.run(model.train_step, args=(next(iterator),))
@@ -187,6 +281,8 @@ def _distribute(strategy, dataset):
     Slices differ by at most one example when a batch does not divide evenly;
     a batch smaller than the number of replicas is left out.
     """
+    import tensorflow as tf
+
     replicas = strategy.num_replicas_in_sync
     if replicas == 1:
         return dataset
@@ -214,25 +310,90 @@ def _distribute(strategy, dataset):
 
 
 def _evaluator(model, metrics):
-    """Loss and metrics over a dataset, each batch weighted by its size (as in ``fit``)."""
-    @tf.function(reduce_retracing=True)
+    """Loss and metrics over an ``EpochData`` (its first pass) or an iterable of
+    ``(x, y)`` batches, each batch weighted by its size (as in ``fit``)."""
     def batch_results(x, y):
         predictions = model(x, training=False)
         results = {"loss": model.loss(y, predictions)}
-        results.update({name: tf.reduce_mean(tf.cast(fn(y, predictions), tf.float32))
+        results.update({name: keras.ops.mean(keras.ops.cast(fn(y, predictions), "float32"))
                         for name, fn in metrics.items()})
-        return results, tf.shape(y)[0]
+        return results
 
-    def evaluate(dataset):
+    compiled = backend.compile_function(batch_results, model.variables)
+
+    def evaluate(data):
+        batches = data.batches_of_pass(0) if isinstance(data, EpochData) else data
         totals, count = {}, 0
-        for x, y in dataset:
-            results, size = batch_results(x, y)
+        for x, y in batches:
+            results, size = compiled(x, y), len(y)
             for name, value in results.items():
-                totals[name] = totals.get(name, 0.0) + float(value) * int(size)
-            count += int(size)
+                totals[name] = totals.get(name, 0.0) + float(value) * size
+            count += size
         return {name: total / count for name, total in totals.items()}
 
     return evaluate
+
+
+def _fit_with_keras(model, train_data, epochs, validation_data, callbacks, run_description,
+                    options, validation_metrics):
+    """``fit`` on JAX and PyTorch: Keras' ``model.fit`` over ``EpochData.py_dataset``.
+
+    Validation, callbacks and checkpoints behave as in the TensorFlow loop: validation
+    runs between ``on_test_begin`` and ``on_test_end`` of the callbacks (weight
+    averaging swaps there) and its results join the epoch's logs before the other
+    callbacks see them; the checkpoint is written after they have all run. Checkpoints
+    fall at the end of epochs (``Options.checkpoint_every`` is the TensorFlow loop's).
+    """
+    checkpoint = (_Checkpoint(Path(options.checkpoint_dir), model, run_description)
+                  if options.checkpoint_dir else None)
+    evaluate = _evaluator(model, validation_metrics or {})
+    restored = keras.callbacks.History()  # the epochs of the interrupted run
+    model.optimizer.build(model.trainable_variables)  # so that its state can be restored
+    model.stop_training = False
+    start, _ = checkpoint.restore(callbacks, restored) if checkpoint else (0, 0)
+
+    def full_history(history):
+        return {k: restored.history.get(k, []) + v for k, v in history.items()}
+
+    batches = train_data.py_dataset(first_pass=start)
+
+    class Validate(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            batches.start_epoch(epoch)
+
+        def on_epoch_end(self, epoch, logs=None):
+            if validation_data is None:
+                return
+            for callback in callbacks:
+                callback.on_test_begin()
+            results = evaluate(validation_data)
+            for callback in callbacks:
+                callback.on_test_end(results)
+            logs.update({f"val_{name}": value for name, value in results.items()})
+
+    class Checkpoints(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            # The other callbacks' on_train_begin has just reset their counters.
+            if checkpoint:
+                checkpoint.restore(callbacks, keras.callbacks.History(), quiet=True)
+
+        def on_epoch_end(self, epoch, logs=None):
+            if checkpoint:  # (Keras' History records this epoch after every callback)
+                history = keras.callbacks.History()
+                history.history = full_history(self.model.history.history)
+                for key, value in logs.items():
+                    history.history.setdefault(key, []).append(float(value))
+                checkpoint.save(epoch + 1, 0, callbacks, history)
+
+    if start >= epochs or model.stop_training:  # the interrupted run had finished training
+        for callback in callbacks:
+            callback.set_model(model)
+            callback.on_train_end()
+        return restored.history
+    fitted = model.fit(
+        batches, epochs=epochs, initial_epoch=start, shuffle=False,  # the passes are shuffled
+        callbacks=[Validate(), *callbacks, Checkpoints()], verbose=2)
+    return full_history(fitted.history)
 
 
 class _Checkpoint:
@@ -241,7 +402,8 @@ class _Checkpoint:
     by their place in the model and works on every backend), early stopping's best
     weights the same way, and a JSON of the loop's own state (epoch, step, history, the
     callbacks' counters, the weight-average swap flag, and the dropout layers' random
-    states, which ``save_weights`` leaves out, in the model's order).
+    states, which ``save_weights`` leaves out, in the model's order, and on PyTorch its
+    global generator, which Keras' unseeded dropout draws from).
 
     Every worker of a multi-worker run keeps its own (their weights are identical), so
     each can resume from its own disk: give them different folders on shared storage.
@@ -286,6 +448,7 @@ class _Checkpoint:
                  "stopped": bool(self.model.stop_training),
                  "random_states": [keras.ops.convert_to_numpy(variable).tolist()
                                    for variable in self._random_states()],
+                 "torch_random_state": _torch_random_state(),
                  "history": {k: [float(v) for v in values] for k, values in history.history.items()},
                  "callbacks": states}
         (staging / STATE_FILE).write_text(json.dumps(state, indent=1), encoding="utf-8")
@@ -296,7 +459,7 @@ class _Checkpoint:
         staging.rename(latest)  # a crash before this line leaves `previous` to resume from
         shutil.rmtree(previous, ignore_errors=True)
 
-    def restore(self, callbacks, history):
+    def restore(self, callbacks, history, quiet=False):
         """``(epoch, step)`` to continue from; ``(0, 0)`` when there is no checkpoint."""
         # A run killed while saving leaves its staging folder; none is ever resumed from.
         for staging in self.directory.glob(".saving-*"):
@@ -326,11 +489,30 @@ class _Checkpoint:
                                      "delete it to start afresh.")
         for variable, value in zip(random_states, state["random_states"]):
             variable.assign(np.asarray(value, variable.dtype))
+        _set_torch_random_state(state.get("torch_random_state"))
         history.history.update({k: list(v) for k, v in state["history"].items()})
         history.epoch = list(range(len(next(iter(state["history"].values()), []))))
         self.model.stop_training = state["stopped"]
-        print(f"Resuming from {folder}: epoch {state['epoch'] + 1}, step {state['step']}.")
+        if not quiet:
+            print(f"Resuming from {folder}: epoch {state['epoch'] + 1}, step {state['step']}.")
         return state["epoch"], state["step"]
+
+
+def _torch_random_state():
+    """PyTorch's global generator, which Keras' dropout draws from there when a layer
+    has no seed of its own (None on the other backends)."""
+    if backend.name() != "torch":
+        return None
+    import torch
+
+    return torch.get_rng_state().tolist()
+
+
+def _set_torch_random_state(saved):
+    if saved is not None and backend.name() == "torch":
+        import torch
+
+        torch.set_rng_state(torch.tensor(saved, dtype=torch.uint8))
 
 
 def _jsonable(value):

@@ -5,8 +5,9 @@ import os
 import platform
 import time
 
+import importlib.metadata
+
 import keras
-import tensorflow as tf
 
 from zoo import presets
 
@@ -24,9 +25,21 @@ def training_record(recipe, command, started, epochs_run, best_epoch):
 
 
 def machine():
-    gpu = "GPU" if tf.config.list_physical_devices("GPU") else "no GPU"
+    backend = keras.backend.backend()
+    framework = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}.get(backend, backend)
+    gpu = "GPU" if _has_gpu() else "no GPU"
     return (f"{platform.machine()}, {os.cpu_count()} CPU cores, {platform.system()}; "
-            f"TensorFlow {tf.__version__}, Keras {keras.__version__}; {gpu}")
+            f"{framework} {importlib.metadata.version(backend)}, Keras {keras.__version__}; "
+            f"{gpu}")
+
+
+def _has_gpu():
+    if keras.backend.backend() == "torch":  # Keras' distribution API is not there
+        import torch
+
+        return torch.cuda.is_available()
+    devices = " ".join(keras.distribution.list_devices()).lower()
+    return "gpu" in devices or "cuda" in devices
 
 
 def card_training_lines(metadata, sizes_key):

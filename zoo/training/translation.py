@@ -8,7 +8,6 @@ split; the shipped preset is scored on the test split, greedy and beam 5.
 """
 
 import keras
-import tensorflow as tf
 
 import zoo.models
 from zoo import evaluation, presets
@@ -17,6 +16,7 @@ from zoo.text import END_ID, START_ID, TranslationPreprocessor, Vocabulary, toke
 from zoo.text.vocabulary import pad_batch
 from zoo.training import recipes, shipping
 from zoo.training.batches import bucketed_dataset
+from zoo.training.loop import Ids
 from zoo.training.optimizer import adam
 from zoo.training.task import Task
 
@@ -49,7 +49,7 @@ def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, 
         decoder_out = pad_batch([target_rows[i] + [END_ID] for i in batch])
         return (sources_ids, decoder_in), decoder_out
 
-    spec = tf.TensorSpec([None, None], tf.int32)
+    spec = Ids()
     return bucketed_dataset(keep, lambda i: len(target_rows[i]), batch_of, ((spec, spec), spec),
                             batch_size, shuffle, seed)
 

@@ -1,0 +1,96 @@
+"""What differs between the Keras backends (TensorFlow, JAX, PyTorch), in one place.
+
+The layers, models and decoding are written with ``keras.ops``; this module holds
+the few things that cannot be: which backend is running, how a decoding function
+is compiled there, and the one-line refusal of what needs TensorFlow (exports).
+Importing this module imports nothing heavy (the CLI catches ``BackendError``
+before Keras is loaded).
+"""
+
+import numpy as np
+
+
+def name():
+    import keras
+
+    return keras.backend.backend()
+
+
+def is_tensorflow():
+    return name() == "tensorflow"
+
+
+class BackendError(RuntimeError):
+    """What was asked needs another Keras backend than the one running."""
+
+
+def require_tensorflow(what):
+    """Raise a one-line ``BackendError`` unless the backend is TensorFlow."""
+    if not is_tensorflow():
+        raise BackendError(
+            f"{what} needs the TensorFlow backend; this process runs Keras on "
+            f"{name()!r}. Run it again with KERAS_BACKEND=tensorflow."
+        )
+
+
+def compile_function(function, variables=()):
+    """``function`` compiled for this backend, called with numpy arrays.
+
+    Arguments are nests of numpy arrays (their dtypes kept); results come back as
+    numpy arrays (a nest of them). ``variables``: the Keras variables ``function``
+    reads (a model's ``variables``): every call sees their current values.
+
+    TensorFlow traces one graph, on the first call, for every shape of arguments of
+    those ranks. JAX compiles once per shape (``jax.jit``; callers keep the number of
+    shapes small), with the variables' values as inputs, not as constants frozen at
+    the first call. PyTorch runs eagerly, without gradients.
+    """
+    import keras
+
+    backend = name()
+    if backend == "jax":
+        import jax
+
+        variables = list(variables)
+
+        @jax.jit
+        def stateless(values, *arguments):
+            with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+                return function(*arguments)
+
+        def compiled(*arguments):
+            return stateless([variable.value for variable in variables], *arguments)
+    elif backend == "torch":
+        import torch
+
+        def compiled(*arguments):
+            with torch.no_grad():
+                return function(*arguments)
+    else:
+        compiled = None  # traced on the first call, when the ranks are known
+
+    def call(*arguments):
+        nonlocal compiled
+        arguments = keras.tree.map_structure(np.asarray, arguments)
+        if compiled is None:
+            compiled = _tensorflow_function(function, arguments)
+        tensors = keras.tree.map_structure(keras.ops.convert_to_tensor, arguments)
+        return keras.tree.map_structure(_to_numpy, compiled(*tensors))
+
+    return call
+
+
+def _tensorflow_function(function, arguments):
+    """A ``tf.function`` whose signature leaves every dimension open: one trace."""
+    import keras
+    import tensorflow as tf
+
+    signature = keras.tree.map_structure(
+        lambda array: tf.TensorSpec([None] * array.ndim, tf.as_dtype(array.dtype)), arguments)
+    return tf.function(function, input_signature=list(signature), autograph=False)
+
+
+def _to_numpy(value):
+    import keras
+
+    return None if value is None else keras.ops.convert_to_numpy(value)
