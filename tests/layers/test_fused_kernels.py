@@ -87,8 +87,10 @@ def spies():
 
 def _layer(name, **kwargs):
     # use_cudnn=False: on a GPU machine LSTM/GRU would otherwise (rightly) take
-    # cuDNN; the cuDNN dispatch has tests of its own below.
-    return getattr(zoo.layers, name)(3, **{"use_cudnn": False, **kwargs})
+    # cuDNN; the cuDNN dispatch has tests of its own below. (SimpleRNN, as Keras',
+    # takes no use_cudnn.)
+    defaults = {} if name == "SimpleRNN" else {"use_cudnn": False}
+    return getattr(zoo.layers, name)(3, **{**defaults, **kwargs})
 
 
 def _run(layer, inputs, training, mask=None):
@@ -247,7 +249,10 @@ def test_cudnn_is_not_tried_where_keras_would_not(name, kwargs, rng):
 
 def test_simple_rnn_has_no_cudnn_path(rng):
     assert recurrent.SimpleRNN.cudnn_function is None
-    layer = _layer("SimpleRNN", use_cudnn="auto")
+    layer = _layer("SimpleRNN")
+    assert not hasattr(layer, "use_cudnn")
+    with pytest.raises(ValueError, match="Unrecognized keyword arguments passed to SimpleRNN"):
+        _layer("SimpleRNN", use_cudnn="auto")
     _assert_inference_kernel(_run(layer, _inputs(rng), False), "simple_rnn")
 
 

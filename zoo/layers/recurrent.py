@@ -3,8 +3,11 @@
 Drop-in replacements for ``keras.layers.SimpleRNN``, ``LSTM`` and ``GRU``: the same
 constructor arguments, weights, masking, ``go_backwards``, ``initial_state``,
 ``return_sequences``/``return_state``, ``stateful``, dropout, and
-``keras.layers.Bidirectional`` support. They subclass ``keras.layers.RNN`` and keep
-its loop (and so its exact masking semantics); what differs is the work per step:
+``keras.layers.Bidirectional`` support. ``LSTM`` and ``GRU`` subclass Keras' ``LSTM``
+and ``GRU`` (with the zoo's cells and loops): code that recognises Keras' layers by
+class, as ``Bidirectional``'s fused cuDNN path does, takes the zoo's too. All keep
+``keras.layers.RNN``'s loop (and so its exact masking semantics); what differs is the
+work per step:
 
 * the input half of every gate, ``x_t W + b``, is computed for all time steps in
   one ``[batch * time, in] x [in, gates * units]`` matrix multiplication before the
@@ -56,15 +59,23 @@ class _ProjectedInputRNN(keras.layers.RNN):
     cell_name = None
     cudnn_function = None  # backend.lstm / backend.gru, where cuDNN applies
 
-    def __init__(self, units, activity_regularizer=None, use_cudnn="auto", **kwargs):
+    def __init__(self, units, activity_regularizer=None, **kwargs):
         cell_arg_names = _cell_argument_names(self.cell_class)
         cell_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in cell_arg_names}
         for shared in _CELL_SHARED_LAYER_ARGS:
             if shared in kwargs:
                 cell_kwargs[shared] = kwargs[shared]
+        # As Keras' SimpleRNN, the zoo's takes no use_cudnn (Keras refuses it as an
+        # unknown argument); LSTM and GRU do.
+        use_cudnn = kwargs.pop("use_cudnn", "auto") if self.cudnn_function else None
         cell = self.cell_class(units, name=self.cell_name, **cell_kwargs)
-        super().__init__(cell, activity_regularizer=activity_regularizer, **kwargs)
+        # keras.layers.RNN's constructor, not that of Keras' LSTM or GRU (the zoo's
+        # subclass those, for isinstance checks, but build their own cell).
+        keras.layers.RNN.__init__(
+            self, cell, activity_regularizer=activity_regularizer, **kwargs)
         self.input_spec = keras.layers.InputSpec(ndim=3)
+        if self.cudnn_function is None:
+            return
         if use_cudnn not in ("auto", True, False):
             raise ValueError(
                 "`use_cudnn` must be one of 'auto', True, False; "
@@ -122,6 +133,8 @@ class _ProjectedInputRNN(keras.layers.RNN):
     def inner_loop(self, sequences, initial_state, mask, training=False):
         if tree.is_nested(mask):
             mask = mask[0]
+        # Integer sequences are read as numbers, as Keras' layers read them.
+        sequences = ops.cast(sequences, self.compute_dtype)
         cudnn_result = self._try_cudnn(sequences, initial_state, mask, training)
         if cudnn_result is not None:
             return cudnn_result
@@ -207,7 +220,7 @@ class _ProjectedInputRNN(keras.layers.RNN):
         )
 
     def get_config(self):
-        config = super().get_config()
+        config = keras.layers.RNN.get_config(self)
         del config["cell"]
         cell_config = self.cell.get_config()
         for layer_key in ("name", "trainable", "dtype"):
@@ -216,11 +229,13 @@ class _ProjectedInputRNN(keras.layers.RNN):
             **config,
             **cell_config,
             "activity_regularizer": regularizers.serialize(self.activity_regularizer),
-            "use_cudnn": self.use_cudnn,
+            **({"use_cudnn": self.use_cudnn} if self.cudnn_function else {}),
         }
 
     @classmethod
     def from_config(cls, config):
+        if cls.cudnn_function is None:  # a SimpleRNN config written when it took use_cudnn
+            config = {k: v for k, v in config.items() if k != "use_cudnn"}
         return cls(**config)
 
 
@@ -245,7 +260,7 @@ class SimpleRNN(_ProjectedInputRNN):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class LSTM(_ProjectedInputRNN):
+class LSTM(_ProjectedInputRNN, keras.layers.LSTM):
     """Long short-term memory layer (``zoo.layers.LSTMCell`` over time).
 
     Drop-in for ``keras.layers.LSTM``: same arguments and weights, same results.
@@ -264,7 +279,7 @@ class LSTM(_ProjectedInputRNN):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class GRU(_ProjectedInputRNN):
+class GRU(_ProjectedInputRNN, keras.layers.GRU):
     """Gated recurrent unit layer (``zoo.layers.GRUCell`` over time).
 
     Drop-in for ``keras.layers.GRU`` (both ``reset_after`` variants): same
