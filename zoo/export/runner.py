@@ -1,7 +1,6 @@
 """Run exported .tflite models with LiteRT alone (no TensorFlow), as an app would."""
 
 import json
-import random
 from pathlib import Path
 
 import numpy as np
@@ -99,9 +98,8 @@ class TFLiteLanguageModel:
 
         from zoo import decoding
 
-        length, temperature = codec.check_generation_arguments(length, temperature, seed)
+        length, temperature, seed = codec.check_generation_arguments(length, temperature, seed)
         prompt_ids = self.preprocessor.encode(codec.prompt_text(prompt))
-        seed = random.randrange(2**31) if seed is None else seed
         states = np.zeros(self.config["states"], np.float32)
         for token in prompt_ids:
             logits, states = self.step(token, states)

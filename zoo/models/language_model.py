@@ -13,7 +13,6 @@ with ``zoo.decoding.sample``, whose random numbers are a pure function of
 backend, in the SavedModel and through the TFLite runner.
 """
 
-import random
 
 import keras
 import numpy as np
@@ -177,8 +176,7 @@ class CharLanguageModel(keras.Model):
     # -- generation ------------------------------------------------------------------------------
     def stream(self, prompt, length, temperature=1.0, seed=None):
         """Yield ``length`` generated characters one at a time (after the prompt)."""
-        length, temperature = codec.check_generation_arguments(length, temperature, seed)
-        seed = random.randrange(2**31) if seed is None else seed
+        length, temperature, seed = codec.check_generation_arguments(length, temperature, seed)
         preprocessor = self._require_preprocessor()
         prompt_ids = np.asarray([preprocessor.encode(codec.prompt_text(prompt))], np.int32)
         logits, states = self._function("prime", self._prime)(prompt_ids)

@@ -4,6 +4,7 @@ becomes ids: ``zoo.text.preprocessor``.)
 """
 
 import math
+import random
 
 # The longest input text (a sentence, a review, a prompt) in characters (Unicode code
 # points), in every runtime: Python, the TFLite runners and the SavedModel signatures.
@@ -65,7 +66,8 @@ def character_ids(text, index, characters):
 
 
 def check_generation_arguments(length, temperature, seed):
-    """``(length, float temperature)``, or a clear error for a bad argument."""
+    """``(length, float temperature, seed)`` (a random seed for None), or a clear error
+    for a bad argument."""
     if (not isinstance(length, int) or isinstance(length, bool)
             or not 0 <= length <= MAX_GENERATION_LENGTH):
         raise ValueError(f"length must be an integer from 0 to {MAX_GENERATION_LENGTH}; "
@@ -75,4 +77,4 @@ def check_generation_arguments(length, temperature, seed):
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)
                              or not 0 <= seed < 2**31):
         raise ValueError(f"seed must be an integer from 0 to 2**31 - 1 or None; received {seed!r}.")
-    return length, float(temperature)
+    return length, float(temperature), random.randrange(2**31) if seed is None else seed

@@ -151,11 +151,7 @@ class _Passes(keras.utils.PyDataset):
         self.data, self.pass_index = data, first_pass
         self._batches, self._next = None, 0
 
-    @property
-    def num_batches(self):
-        return self.data.count
-
-    def __len__(self):
+    def __len__(self):  # Keras' PyDataset.num_batches reads it
         return self.data.count
 
     def start_epoch(self, epoch):
