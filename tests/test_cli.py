@@ -93,7 +93,10 @@ def test_layer_benchmark_reports_both_layers_with_ratios():
         assert r["matmul_gflops"] > 0
     assert lines[2].split() == ["layer", "mode", "zoo", "seq/s", "keras", "seq/s", "zoo/keras",
                                 "zoo", "GFLOP/s", "of", "matmul"]
-    assert len(lines) == 7
+    # before each layer's rows, the layout of its inference loop (fixed by tests/conftest.py)
+    assert lines[3] == "lstm: inference loop feature_major (ZOO_RNN_LAYOUT)"
+    assert lines[6] == "gru_reset_after: inference loop feature_major (ZOO_RNN_LAYOUT)"
+    assert len(lines) == 9
 
 
 def _zoo(*args, stdin=None):
@@ -165,6 +168,9 @@ def test_export_and_benchmark_usage_errors(toy_preset, tmp_path):
     result = _zoo("benchmark", "translate")
     assert (result.returncode, result.stderr) == (
         2, "zoo: error: zoo benchmark translate needs a preset name.\n")
+    result = _zoo("benchmark", "layers", "--batch", "0")
+    assert (result.returncode, result.stderr) == (
+        2, "zoo: error: --batch must be a positive number of sequences; got 0.\n")
 
 
 def test_a_reader_that_stops_early_ends_the_command_quietly():

@@ -134,6 +134,8 @@ def benchmark_layers(batch=64, steps=50, input_dim=256, units=256, rounds=7, rep
         keras_layer.set_weights(zoo_layer.get_weights())
         np.testing.assert_allclose(zoo_infer(), keras_infer(), atol=1e-4)
         forward_flops = recurrent_layer_flops(cell, batch, steps, input_dim, units)
+        if backend.is_tensorflow():
+            printer(_inference_layout_line(zoo_layer, input_dim, units))
         for mode, zoo_fn, keras_fn, flops in (
             ("inference", zoo_infer, keras_infer, forward_flops),
             # backward: gradients for the inputs, W and U -- twice the forward work
@@ -152,6 +154,19 @@ def benchmark_layers(batch=64, steps=50, input_dim=256, units=256, rounds=7, rep
                  "ratio": ratio, "zoo_gflops": gflops, "matmul_gflops": peak}
             )
     return results
+
+
+def _inference_layout_line(layer, input_dim, units):
+    from zoo.layers import kernel_choice
+
+    kind, _ = layer.cell.fused_recurrence()
+    forced = kernel_choice.forced_layout()
+    if forced:
+        return f"{kind}: inference loop {forced} ({kernel_choice.LAYOUT_VARIABLE})"
+    threshold = kernel_choice.feature_major_from(kind, input_dim, units, "float32")
+    where = "at no batch size" if threshold is None else f"from batch {threshold}"
+    return (f"{kind}: inference loop feature-major {where}, batch-major below "
+            f"(measured on this machine, {kernel_choice.cache_path()})")
 
 
 # -- translation runtimes ------------------------------------------------------------------

@@ -40,7 +40,10 @@ def _command_benchmark(args):
     if args.what == "layers":
         if args.name:
             raise UsageError("zoo benchmark layers takes no preset name.")
-        results = benchmark.benchmark_layers(**rounds)
+        if args.batch is not None and args.batch < 1:
+            raise UsageError(f"--batch must be a positive number of sequences; got {args.batch}.")
+        batch = {"batch": args.batch} if args.batch else {}
+        results = benchmark.benchmark_layers(**rounds, **batch)
     elif not args.name:
         raise UsageError(f"zoo benchmark {args.what} needs a preset name.")
     elif args.what == "serve":
@@ -297,6 +300,7 @@ def build_parser():
                        help="serve: requests per concurrency level (default 200)")
     bench.add_argument("--rounds", type=int,
                        help="alternating rounds (default 7 for layers, 9 for translate)")
+    bench.add_argument("--batch", type=int, help="layers: sequences per call (default 64)")
     bench.add_argument("--data-dir", help="translate, serve: the data folder (test sentences)")
     bench.add_argument("--json", action="store_true", help="also print the results as JSON")
     bench.set_defaults(run=_command_benchmark)

@@ -67,6 +67,19 @@ def _pair(name, **kwargs):
 @pytest.mark.parametrize("go_backwards", [False, True])
 @pytest.mark.parametrize("training", [False, True])
 def test_sequence_layer_matches_keras(case, mask_name, go_backwards, training, rng):
+    _assert_matches_keras(case, mask_name, go_backwards, training, rng)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+@pytest.mark.parametrize("mask_name", ["none", "right_padded", "arbitrary"])
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_batch_major_inference_matches_keras(case, mask_name, go_backwards, rng, monkeypatch):
+    """The suite runs the feature-major inference loop (conftest); the other layout too."""
+    monkeypatch.setenv("ZOO_RNN_LAYOUT", "batch_major")
+    _assert_matches_keras(case, mask_name, go_backwards, False, rng)
+
+
+def _assert_matches_keras(case, mask_name, go_backwards, training, rng):
     name, kwargs = case
     inputs = rng.normal(size=(3, 7, 5)).astype("float32")
     mask = _masks()[mask_name]

@@ -17,6 +17,8 @@ the previous output (or zeros when ``zero_output_for_mask``).
 
 import tensorflow as tf
 
+from zoo.layers import kernel_choice
+
 
 class BatchMajor:
     """States ``[batch, units]``; ``h U`` is ``matmul(h, U)`` (training path)."""
@@ -66,6 +68,8 @@ class FeatureMajor:
 class _Kernel:
     """One cell's forward step, backward step and weight gradients."""
 
+    gates = 1  # blocks of ``units`` columns in the kernels
+    states = 1
     saved_gates = 0  # gate activations per step kept for the backward pass, in units
     separate_recurrent_gradient = False  # True when dL/d(h U) differs from dL/d(x W)
 
@@ -90,6 +94,7 @@ class _SimpleRNNKernel(_Kernel):
 class _LSTMKernel(_Kernel):
     """i, f, g, o from p_t + h_{t-1} U; c_t = f c_{t-1} + i g; h_t = o tanh(c_t)."""
 
+    gates, states = 4, 2
     saved_gates = 4  # i, f, g, o
 
     def forward(self, projected_t, states, weights, layout=BatchMajor):
@@ -125,6 +130,7 @@ class _LSTMKernel(_Kernel):
 class _GRUResetAfterKernel(_Kernel):
     """r_t applied to h_{t-1} U + b' (the cuDNN-compatible GRU)."""
 
+    gates = 3
     saved_gates = 4  # z, r, n and the recurrent half of n
     separate_recurrent_gradient = True
 
@@ -161,6 +167,7 @@ class _GRUResetAfterKernel(_Kernel):
 class _GRUResetBeforeKernel(_Kernel):
     """r_t applied to h_{t-1} before its product with U_h (Cho et al. 2014)."""
 
+    gates = 3
     saved_gates = 3  # z, r, n
 
     def forward(self, projected_t, states, weights, layout=BatchMajor):
@@ -205,6 +212,8 @@ def _outer_sum(left, right):
         transpose_a=True,
     )
 
+
+LAYOUT_CLASSES = {"feature_major": FeatureMajor, "batch_major": BatchMajor}
 
 KERNELS = {
     "simple_rnn": _SimpleRNNKernel(),
@@ -346,7 +355,8 @@ def run_recurrence(kind, projected, initial_states, recurrent_kernel, recurrent_
 def run_inference(kind, sequences, input_kernel, input_bias, recurrent_kernel,
                   recurrent_bias=None, initial_states=(), mask=None,
                   zero_output_for_mask=False, return_sequences=True):
-    """The forward pass alone, for inference, in the feature-major layout.
+    """The forward pass alone, for inference, in the layout that ``kernel_choice``
+    measured faster on this machine for these shapes and this batch size.
 
     Args:
         sequences: time-major inputs ``[T, B, features]``.
@@ -355,33 +365,80 @@ def run_inference(kind, sequences, input_kernel, input_bias, recurrent_kernel,
 
     Records nothing for a backward pass (TensorFlow can still differentiate it,
     through its generic while-loop gradient). Returns ``(outputs [T, B, units] or
-    None, last_output, final_states)``, batch-major like ``run_recurrence``.
+    None, last_output, final_states)``, batch-major like ``run_recurrence``. Where the
+    batch size is known while tracing the layout is decided then, else by a ``tf.cond``
+    on it.
     """
+    arguments = (kind, sequences, input_kernel, input_bias, recurrent_kernel, recurrent_bias,
+                 initial_states, mask, zero_output_for_mask, return_sequences)
+
+    def run(layout_name):
+        return inference_in_layout(LAYOUT_CLASSES[layout_name], *arguments)
+
+    forced = kernel_choice.forced_layout()
+    if forced:
+        return run(forced)
+    threshold = kernel_choice.feature_major_from(
+        kind, input_kernel.shape[0], recurrent_kernel.shape[0], sequences.dtype.name)
+    batch = sequences.shape[1]
+    if batch is not None or threshold in (kernel_choice.NEVER, 1):
+        return run(kernel_choice.layout_for_batch(threshold, batch or 1))
+
+    def without_none(layout_name):  # tf.cond wants tensors: no outputs becomes ()
+        outputs, last_output, states = run(layout_name)
+        return (() if outputs is None else outputs), last_output, states
+
+    outputs, last_output, states = tf.cond(
+        tf.shape(sequences)[1] >= threshold,
+        lambda: without_none("feature_major"), lambda: without_none("batch_major"))
+    return (None if isinstance(outputs, tuple) else outputs), last_output, list(states)
+
+
+def inference_in_layout(layout, kind, sequences, input_kernel, input_bias, recurrent_kernel,
+                        recurrent_bias=None, initial_states=(), mask=None,
+                        zero_output_for_mask=False, return_sequences=True):
+    """``run_inference`` in a given layout: ``FeatureMajor`` (states ``[units, batch]``,
+    each step's input projection inside the loop) or ``BatchMajor`` (states ``[batch,
+    units]``, the projection of every step done first, as one product)."""
     cell = KERNELS[kind]
-    layout = FeatureMajor
     dtype = sequences.dtype
     steps = tf.shape(sequences)[0]
     if recurrent_bias is None:
         recurrent_bias = tf.zeros([recurrent_kernel.shape[-1]], dtype)
     weights = _loop_weights(kind, recurrent_kernel, recurrent_bias, layout)
+    if layout is FeatureMajor:
+        step_input = _projection_in_loop(sequences, input_kernel, input_bias)
+        initial_states = [tf.transpose(s) for s in initial_states]
+        mask_steps = None if mask is None else tf.expand_dims(tf.cast(mask, tf.bool), 1)  # [T, 1, B]
+    else:
+        projected = tf.matmul(sequences, input_kernel)
+        projected = projected if input_bias is None else projected + input_bias
+        step_input = _tensor_array(dtype, steps, projected[0]).unstack(projected).read
+        mask_steps = None if mask is None else tf.expand_dims(tf.cast(mask, tf.bool), -1)
+    outputs, last_output, final_states, _, _ = _forward_loop(
+        cell, step_input, steps, list(initial_states), weights, mask_steps,
+        zero_output_for_mask, record_history=False, record_outputs=return_sequences,
+        layout=layout,
+    )
+    if layout is BatchMajor:
+        return outputs, last_output, final_states
+    if outputs is not None:
+        outputs = tf.transpose(outputs, (0, 2, 1))
+    return outputs, tf.transpose(last_output), [tf.transpose(s) for s in final_states]
+
+
+def _projection_in_loop(sequences, input_kernel, input_bias):
+    """``step_input(t)``: step t's input projection, feature-major ``[gates * units, B]``."""
     input_kernel_t = tf.transpose(input_kernel)
-    input_bias = None if input_bias is None else layout.prepare_bias(input_bias)
-    inputs_ta = _tensor_array(dtype, steps, tf.transpose(sequences[0])).unstack(
-        tf.transpose(sequences, (0, 2, 1)))
+    input_bias = None if input_bias is None else FeatureMajor.prepare_bias(input_bias)
+    inputs_ta = _tensor_array(sequences.dtype, tf.shape(sequences)[0],
+                              tf.transpose(sequences[0])).unstack(tf.transpose(sequences, (0, 2, 1)))
 
     def step_input(t):
         projected = tf.matmul(input_kernel_t, inputs_ta.read(t))
         return projected if input_bias is None else projected + input_bias
 
-    mask_steps = None if mask is None else tf.expand_dims(tf.cast(mask, tf.bool), 1)  # [T, 1, B]
-    outputs, last_output, final_states, _, _ = _forward_loop(
-        cell, step_input, steps, [tf.transpose(s) for s in initial_states], weights, mask_steps,
-        zero_output_for_mask, record_history=False, record_outputs=return_sequences,
-        layout=layout,
-    )
-    if outputs is not None:
-        outputs = tf.transpose(outputs, (0, 2, 1))
-    return outputs, tf.transpose(last_output), [tf.transpose(s) for s in final_states]
+    return step_input
 
 
 def _backward_loop(cell, d_outputs, d_final_states, states, states_after, saved_all, weights,
