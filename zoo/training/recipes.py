@@ -65,6 +65,7 @@ class TranslationRecipe(Recipe):
     vocabulary: dict = dataclasses.field(default_factory=lambda: {"min_count": 2})
     metric: str = "bleu"
     max_train_tokens: int | None = None  # longer training pairs are left out
+    label_smoothing: float = 0.0  # weight of the uniform distribution in the loss's targets
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

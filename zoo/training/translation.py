@@ -7,11 +7,14 @@ padding. After training, the beam-search length penalty is chosen on the validat
 split; the shipped preset is scored on the test split, greedy and beam 5.
 """
 
+from pathlib import Path
+
 import keras
 
 import zoo.models
 from zoo import evaluation, presets
 from zoo.data import generated, tatoeba, written_by_hand
+from zoo.models.losses import SmoothedCrossentropy
 from zoo.text import END_ID, START_ID, TranslationPreprocessor, Vocabulary, tokenize
 from zoo.text.vocabulary import pad_batch
 from zoo.training import recipes, shipping
@@ -70,12 +73,11 @@ def tsv_dataset(model, path, batch_size=64, shuffle=True):
     return make_dataset(model, sources, targets, batch_size, shuffle=shuffle).dataset()
 
 
-def compile_for_training(model, learning_rate=1e-3, clipnorm=1.0, ema_momentum=None):
-    """Adam and the masked loss: padding positions (id 0) do not count."""
-    model.compile(
-        optimizer=adam(learning_rate, ema_momentum, clipnorm),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-    )
+def compile_for_training(model, learning_rate=1e-3, clipnorm=1.0, ema_momentum=None,
+                         label_smoothing=0.0):
+    """Adam and the cross-entropy masked on padding (id 0), optionally label-smoothed."""
+    model.compile(optimizer=adam(learning_rate, ema_momentum, clipnorm),
+                  loss=SmoothedCrossentropy(label_smoothing))
     return model
 
 
@@ -202,7 +204,8 @@ class TranslationTask(Task):
 
     def compile(self, model, steps_per_epoch, epochs):
         compile_for_training(model, self.recipe.learning_rate,
-                             ema_momentum=self.recipe.ema_momentum)
+                             ema_momentum=self.recipe.ema_momentum,
+                             label_smoothing=self.recipe.label_smoothing)
 
     def summary(self, splits, preprocessor, model):
         return (f"{self.recipe.name}: {len(splits['train'][0])} training pairs, vocabularies "
