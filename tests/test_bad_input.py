@@ -127,6 +127,7 @@ def generators(tmp_path_factory):
         return saved.signatures["serving_default"](
             prompt=tf.constant(prompt), length=tf.constant(length),
             temperature=tf.constant(float(temperature)), seed=tf.constant(seed or 0),
+            top_k=tf.constant(0), top_p=tf.constant(1.0),
         )["text"].numpy().decode()
 
     return {"keras": model.generate, "saved_model": served, "tflite": tflite.generate,

@@ -51,3 +51,39 @@ def test_translation_ratios_compare_with_the_rebuilt_tutorial():
     assert lines[-1] == (
         "greedy batch-64 throughput, best of Keras/SavedModel: 600 sentences/s = 1.50x the TF "
         "tutorial's translator rebuilt here (400)")
+
+
+def test_decoding_flops_count_the_matrix_products_by_hand():
+    from zoo.models import AttentionSeq2Seq, BottleneckSeq2Seq
+
+    e, u, a, v = 4, 6, 5, 11
+    attention = AttentionSeq2Seq("zh", "en", 9, v, embedding_dim=e, units=u, attention_units=a)
+    s, steps = 7, 3
+    encoder = 2 * s * (e + u) * 3 * u + s * 2 * u * a + u * u
+    step = (u * a + s * a + s * 2 * u) + (e + 3 * u) * 3 * u + (3 * u + e) * e + e * v
+    assert attention.decoding_flops(s, steps) == 2 * (encoder + steps * step)
+    bottleneck = BottleneckSeq2Seq("zh", "en", 9, v, embedding_dim=e, units=u)
+    step = (e + u) * 4 * u + (u + e) * e + e * v
+    assert bottleneck.decoding_flops(s, steps) == 2 * (s * (e + u) * 4 * u + steps * step)
+
+
+def test_greedy_work_counts_each_sentence_to_its_end(toy_translators):
+    from conftest import SOURCES, TARGETS
+
+    model = toy_translators["attention"]
+    work = benchmark.greedy_work(model, SOURCES)
+    target_steps = [len(model.preprocessor.target_rows([t])[0]) + 1 for t in TARGETS]  # + [END]
+    source_lengths = [len(row) for row in model.preprocessor.source_rows(SOURCES)]
+    assert work["mean_steps"] == pytest.approx(np.mean(target_steps))
+    assert work["flops_per_sentence"] == pytest.approx(np.mean(
+        [model.decoding_flops(s, t) for s, t in zip(source_lengths, target_steps)]))
+    results = {"greedy_work": work, "speed": [
+        {"runtime": "keras", "beam_size": 1, "sentences_per_second": 500.0}]}
+    lines = []
+    benchmark._print_greedy_work(results, 100.0, lines.append)
+    gflops = work["flops_per_sentence"] * 500 / 1e9
+    assert lines == [
+        f"greedy, one batch: {work['flops_per_sentence'] / 1e6:.1f} MFLOP per sentence "
+        f"({work['mean_steps']:.1f} decoder steps on average; matrix products); Keras at 500 "
+        f"sentences/s computes {gflops:.1f} GFLOP/s, {gflops / 100:.0%} of this machine's "
+        "matmul rate (100 GFLOP/s)"]

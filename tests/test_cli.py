@@ -113,6 +113,56 @@ def test_translate_arguments_and_stdin(toy_preset):
     assert result.stdout == "He is happy.\nYou read.\n"
 
 
+def test_translate_a_file_to_a_file_with_progress(toy_preset, tmp_path):
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    target.write_text("kept until the run is complete\n")
+    source.write_text("我读了一本书。\n\n" + "好" * 2001 + "\n你好。\n", encoding="utf-8")
+    result = _zoo("translate", toy_preset, "--input", source, "--output", target,
+                  "--batch-size", "2", "--progress")
+    assert target.read_text(encoding="utf-8") == "I read a book.\n\n\nHello.\n"
+    assert result.returncode == 1 and result.stdout == ""
+    assert "line 3: 2,001 characters, over the 2,000-character limit; written as an empty " \
+           "line\n" in result.stderr
+    assert "4/4" in result.stderr and "sentence/s" in result.stderr
+    assert result.stderr.endswith("1 line(s) could not be translated and were written empty "
+                                  "(reported above).\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]  # no .partial
+
+
+def test_translate_n_best_with_scores(toy_preset):
+    result = _zoo("translate", toy_preset, "--beam", "3", "--n-best", "2", "我读了一本书。",
+                  "你好。")
+    assert result.returncode == 0, result.stderr
+    first, second = result.stdout.split("\n\n")
+    lines = [line.split("\t") for line in first.splitlines()]
+    assert [text for _, text in lines][0] == "I read a book." and len(lines) == 2
+    assert float(lines[0][0]) >= float(lines[1][0])
+    assert second.splitlines()[0].split("\t")[1] == "Hello."
+    result = _zoo("translate", toy_preset, "--beam", "2", "--n-best", "3", "你好。")
+    assert (result.returncode, result.stderr) == (
+        2, "zoo: error: --n-best must be at most --beam (2): a beam holds that many "
+           "hypotheses; received 3.\n")
+
+
+def test_translate_file_usage_errors(toy_preset, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("你好。\n", encoding="utf-8")
+    for args, message in [
+        (["--input", source, "--output", source], f"--output {source} is the input file; "
+                                                  "write to another file."),
+        (["--input", tmp_path / "missing.txt"],
+         f"cannot read --input {tmp_path / 'missing.txt'}: No such file or directory."),
+        (["--input", source, "你好。"], "give texts or --input FILE, not both."),
+        (["--batch-size", "0", "你好。"], "--batch-size must be a positive number of "
+                                         "sentences; got 0."),
+        (["--n-best", "2"], "--n-best takes the texts on the command line (a file is "
+                            "translated one line per line)."),
+    ]:
+        result = _zoo("translate", toy_preset, *args)
+        assert (result.returncode, result.stderr) == (2, f"zoo: error: {message}\n")
+    assert source.read_text(encoding="utf-8") == "你好。\n"
+
+
 @pytest.mark.slow
 def test_attention_plot(toy_preset, tmp_path):
     import matplotlib.image

@@ -1,5 +1,9 @@
 """Greedy and beam search over a step function with known probabilities."""
 
+from unittest import mock
+
+import hypothesis
+import hypothesis.strategies
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -91,10 +95,17 @@ def test_beam_search_finds_the_more_probable_sequence(alpha):
     assert attention.shape == (2, 5, 3)
 
 
-def test_beam_of_one_equals_greedy():
+def test_a_finished_hypothesis_is_kept_while_the_open_beam_goes_on():
+    """Greedy ends after A (A then [END] or C, 0.5 each: the first index wins the tie). A
+    beam of one keeps [A, END] among the finished and goes on with [A, C], which ends at
+    the same probability, 0.30, one token longer: with alpha > 0 it wins, with alpha 0
+    the tie goes to the one finished first."""
     greedy, _ = _run(decoding.greedy_search)
-    beam, _ = _run(decoding.beam_search, beam_size=1)
-    np.testing.assert_array_equal(greedy, beam)
+    np.testing.assert_array_equal(greedy[0, :2], [A, END_ID])
+    longer, _ = _run(decoding.beam_search, beam_size=1, alpha=0.6)
+    np.testing.assert_array_equal(longer[0, :3], [A, C, END_ID])
+    tied, _ = _run(decoding.beam_search, beam_size=1, alpha=0.0)
+    np.testing.assert_array_equal(tied, greedy)
 
 
 def test_length_penalty_prefers_longer_hypotheses_as_alpha_grows():
@@ -135,3 +146,121 @@ def test_fixed_maximum_length_is_respected():
 
 def test_gnmt_length_penalty_values():
     np.testing.assert_allclose(decoding.length_penalty(tf.constant([1, 7]), 1.0), [1.0, 2.0])
+
+
+# -- n-best ----------------------------------------------------------------------------
+
+# Three ways to end, each with a probability known in advance:
+# [B, END] 0.40, [A, END] 0.30, [A, C, END] 0.30 (the TRAP above), nothing else.
+def _log_probability(*probabilities):
+    return float(np.sum(np.log(probabilities)))
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_n_best_are_ranked_by_length_normalised_log_probability(alpha):
+    state = {"steps": tf.zeros([2, 1])}
+    tokens, scores, attention = decoding.beam_hypotheses(
+        _markov_step(TRAP), state, 2, 5, beam_size=3, num_hypotheses=3, alpha=alpha,
+        source_length=3)
+    expected = sorted([
+        ([B, END_ID], _log_probability(0.4, 1.0) / (7 / 6) ** alpha),
+        ([A, END_ID], _log_probability(0.6, 0.5) / (7 / 6) ** alpha),
+        ([A, C, END_ID], _log_probability(0.6, 0.5, 1.0) / (8 / 6) ** alpha),
+    ], key=lambda hypothesis: -hypothesis[1])  # a stable sort: ties keep this order
+    for sentence in range(2):
+        assert [t[: len(e)].tolist() for t, (e, _) in zip(tokens[sentence].numpy(), expected)] \
+            == [e for e, _ in expected]
+        np.testing.assert_allclose(scores[sentence], [s for _, s in expected], rtol=1e-5)
+    assert attention.shape == (2, 3, 5, 3)
+
+
+def test_the_best_of_the_n_best_is_the_one_best():
+    state = {"steps": tf.zeros([2, 1])}
+    best, _ = decoding.beam_search(_markov_step(TRAP), state, 2, 5, beam_size=3,
+                                   source_length=3)
+    n_best, _, _ = decoding.beam_hypotheses(_markov_step(TRAP), state, 2, 5, beam_size=3,
+                                            num_hypotheses=3, source_length=3)
+    np.testing.assert_array_equal(n_best[:, 0], best)
+
+
+@hypothesis.settings(max_examples=15, deadline=None)
+@hypothesis.given(seed=hypothesis.strategies.integers(0, 2**31 - 1),
+                  beam_size=hypothesis.strategies.integers(1, 3),
+                  alpha=hypothesis.strategies.sampled_from([0.0, 0.6, 1.5]))
+def test_stopping_early_returns_what_running_to_the_end_returns(seed, beam_size, alpha):
+    """On random next-token tables, the n-best found with the early stop are those of a
+    search that runs every step to max_length (the stop disabled)."""
+    rng = np.random.default_rng(seed)
+    table = {previous: dict(zip(range(VOCAB), rng.dirichlet(np.full(VOCAB, 0.3))))
+             for previous in range(VOCAB)}
+    num_hypotheses = int(rng.integers(1, beam_size + 1))
+
+    def search():
+        return decoding.beam_hypotheses(_markov_step(table), {"steps": tf.zeros([1, 1])}, 1, 6,
+                                        beam_size=beam_size, num_hypotheses=num_hypotheses,
+                                        alpha=alpha, source_length=3)
+
+    early = search()
+    with mock.patch.object(decoding, "_nth_best_settled",
+                           lambda finished, *_: tf.zeros(tf.shape(finished)[:1], tf.bool)):
+        full = search()
+    np.testing.assert_array_equal(early[0], full[0])
+    np.testing.assert_allclose(early[1], full[1], rtol=1e-6)
+
+
+# -- sampling --------------------------------------------------------------------------
+
+# One row, six tokens with probabilities known in advance.
+PROBABILITIES = np.array([0.05, 0.4, 0.1, 0.25, 0.15, 0.05], "float32")
+LOGITS = np.log(PROBABILITIES)[None]
+
+
+def _draws(rows=400, **filters):
+    """One draw for each of ``rows`` copies of the row (each its own random number)."""
+    return np.asarray(decoding.sample(np.repeat(LOGITS, rows, 0), 1.0, 7, 0, **filters))
+
+
+def test_sampling_follows_the_distribution():
+    counts = np.bincount(_draws(2000), minlength=6) / 2000
+    np.testing.assert_allclose(counts, PROBABILITIES, atol=0.03)
+
+
+@pytest.mark.parametrize("top_k, kept", [(1, {1}), (2, {1, 3}), (3, {1, 3, 4})])
+def test_top_k_never_samples_outside_the_k_most_likely(top_k, kept):
+    draws = _draws(top_k=top_k)
+    assert set(draws) == kept  # and every one of them is drawn
+
+
+@pytest.mark.parametrize("top_p, kept", [
+    (0.3, {1}),            # 0.4 alone reaches 0.3
+    (0.39, {1}),
+    (0.5, {1, 3}),         # 0.4 + 0.25 = 0.65 is the smallest prefix reaching 0.5
+    (0.7, {1, 3, 4}),      # 0.65 + 0.15 = 0.80
+    (0.85, {1, 3, 4, 2}),  # 0.90
+])
+def test_top_p_keeps_the_smallest_set_whose_probability_reaches_p(top_p, kept):
+    assert set(_draws(top_p=top_p)) == kept
+
+
+def test_top_k_and_top_p_together_keep_what_both_keep():
+    assert set(_draws(top_k=2, top_p=0.85)) == {1, 3}
+    assert set(_draws(top_k=4, top_p=0.5)) == {1, 3}
+
+
+def test_top_k_of_one_is_greedy_at_any_temperature():
+    logits = np.random.default_rng(0).normal(size=(16, 50)).astype("float32")
+    for seed in range(20):
+        np.testing.assert_array_equal(decoding.sample(logits, 1.7, seed, 3, top_k=1),
+                                      np.argmax(logits, -1))
+
+
+def test_without_filters_the_draws_are_those_of_inverse_cdf_sampling():
+    """top_k=0 and top_p=1 change nothing: the same seed gives the same draws as the
+    plain inverse CDF on counter_uniform (what every earlier seeded text was made of)."""
+    logits = np.random.default_rng(1).normal(size=(8, 40)).astype("float32")
+    for seed in range(10):
+        probabilities = np.exp(logits / 0.8) / np.exp(logits / 0.8).sum(-1, keepdims=True)
+        cumulative = np.cumsum(probabilities.astype("float32"), -1)
+        u = np.asarray(decoding.counter_uniform(seed, 5, 8))
+        expected = (cumulative <= (u * cumulative[:, -1])[:, None]).sum(-1)
+        np.testing.assert_array_equal(decoding.sample(logits, 0.8, seed, 5), expected)

@@ -338,6 +338,8 @@ def benchmark_translate(name, latency_sentences=16, batch=64, rounds=9, data_dir
                 "(zoo.benchmark.tutorial_translator); greedy batch only")
         results["tutorial"] = tutorial
         _print_speed_ratios(results, len(batch_texts), printer)
+        results["greedy_work"] = greedy_work(model, batch_texts)
+        _print_greedy_work(results, matmul_gflops(), printer)
 
         printer(f"TFLite files, BLEU (greedy) on all {len(sources)} test sentences:")
         float32_size = tflite["float32"].stat().st_size
@@ -365,6 +367,33 @@ def _print_speed_ratios(results, batch, printer):
     printer(f"greedy batch-{batch} throughput, best of Keras/SavedModel: {best:.0f} sentences/s = "
             f"{best / tutorial_best:.2f}x the TF tutorial's translator rebuilt here "
             f"({tutorial_best:.0f})")
+
+
+def greedy_work(model, texts):
+    """What greedy decoding of ``texts`` in one batch computes: floating-point operations
+    per sentence (``model.decoding_flops``: each sentence encodes its pieces and steps
+    until its [END], as TensorFlow's greedy search drops finished sentences) and the
+    mean number of decoder steps."""
+    source_ids = model.preprocessor.encode_sources(texts)
+    tokens, _ = model.generate_ids(source_ids)
+    tokens = np.asarray(tokens)
+    steps = [int(np.argmax(row == END_ID)) + 1 if (row == END_ID).any() else len(row)
+             for row in tokens]
+    lengths = (source_ids != PAD_ID).sum(axis=1)
+    flops = [model.decoding_flops(int(s), t) for s, t in zip(lengths, steps)]
+    return {"flops_per_sentence": float(np.mean(flops)), "mean_steps": float(np.mean(steps))}
+
+
+def _print_greedy_work(results, peak, printer):
+    work = results["greedy_work"]
+    keras_speed = next(r["sentences_per_second"] for r in results["speed"]
+                       if r["runtime"] == "keras" and r["beam_size"] == 1)
+    gflops = work["flops_per_sentence"] * keras_speed / 1e9
+    work.update(keras_gflops=gflops, matmul_gflops=peak)
+    printer(f"greedy, one batch: {work['flops_per_sentence'] / 1e6:.1f} MFLOP per sentence "
+            f"({work['mean_steps']:.1f} decoder steps on average; matrix products); Keras at "
+            f"{keras_speed:.0f} sentences/s computes {gflops:.1f} GFLOP/s, {gflops / peak:.0%} "
+            f"of this machine's matmul rate ({peak:.0f} GFLOP/s)")
 
 
 def _tutorial_functions(model, texts):

@@ -1,10 +1,12 @@
 """The ``zoo`` command line (also ``python -m zoo``)."""
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -79,16 +81,108 @@ def _load_translator(name):
 
 
 def _command_translate(args):
+    if args.texts and args.input:
+        raise UsageError("give texts or --input FILE, not both.")
+    if args.batch_size < 1:
+        raise UsageError(f"--batch-size must be a positive number of sentences; got "
+                         f"{args.batch_size}.")
+    if args.n_best is not None and not args.texts:
+        raise UsageError("--n-best takes the texts on the command line (a file is "
+                         "translated one line per line).")
     model = _load_translator(args.name)
-    texts = _read_texts(args)
-    for translation in model.translate(texts, beam_size=args.beam, max_length=args.max_length):
-        print(translation)
+    if args.n_best is not None:
+        return _print_n_best(model, args)
+    if args.texts:
+        for translation in model.translate(args.texts, beam_size=args.beam,
+                                           max_length=args.max_length,
+                                           batch_size=args.batch_size):
+            print(translation)
+        return 0
+    return _translate_file(model, args)
+
+
+def _print_n_best(model, args):
+    """Per text, its hypotheses best first as ``score<TAB>translation``; a blank line
+    between texts."""
+    try:
+        results = model.translate(args.texts, beam_size=args.beam, max_length=args.max_length,
+                                  batch_size=args.batch_size, num_hypotheses=args.n_best)
+    except ValueError as error:
+        if "num_hypotheses" not in str(error):
+            raise
+        raise UsageError(str(error).replace("num_hypotheses", "--n-best")
+                         .replace("beam_size", "--beam")) from None
+    for position, hypotheses in enumerate(results):
+        if position:
+            print()
+        for hypothesis in hypotheses:
+            print(f"{hypothesis['score']:.4f}\t{hypothesis['text']}")
     return 0
+
+
+def _translate_file(model, args):
+    """Lines of --input (or stdin) to --output (or stdout); see zoo.file_translation."""
+    from zoo import file_translation
+
+    source = _opened_input(args.input)
+    total = _count_lines(args.input) if args.input else None
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    with source as lines, _output_file(args.output, args.input) as output:
+        refused = file_translation.translate_lines(
+            model, lines, lambda text: output.write(text + "\n"), beam_size=args.beam,
+            batch_size=args.batch_size, max_length=args.max_length, progress=progress,
+            total=total)
+    if refused:
+        print(f"{refused} line(s) could not be translated and were written empty "
+              "(reported above).", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _opened_input(path):
+    if path is None:
+        return contextlib.nullcontext(sys.stdin.buffer)
+    try:
+        return open(path, "rb")
+    except OSError as error:
+        raise UsageError(f"cannot read --input {path}: {error.strerror}.") from None
+
+
+def _count_lines(path):
+    with open(path, "rb") as handle:
+        return sum(1 for _ in handle)
+
+
+@contextlib.contextmanager
+def _output_file(path, input_path):
+    """stdout, or a file written beside ``path`` and renamed over it once complete: a run
+    that fails leaves an existing file as it was."""
+    if path is None:
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    if input_path and target.exists() and target.samefile(input_path):
+        raise UsageError(f"--output {path} is the input file; write to another file.")
+    try:
+        handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.parent,
+                                             prefix=f".{target.name}.", suffix=".partial",
+                                             delete=False)
+    except OSError as error:
+        raise UsageError(f"cannot write --output {path}: {error.strerror}.") from None
+    try:
+        with handle:
+            yield handle
+        os.replace(handle.name, target)
+    finally:
+        if os.path.exists(handle.name):
+            os.unlink(handle.name)
 
 
 def _command_generate(args):
     model = _load_for(args.name, "generate", "language_modeling")
-    characters = model.stream(args.prompt, args.length, args.temperature, args.seed)
+    characters = model.stream(args.prompt, args.length, args.temperature, args.seed,
+                              args.top_k, args.top_p)
     first = next(characters, "")  # a bad prompt or argument fails before anything is printed
     print(args.prompt + first, end="", flush=True)
     for character in characters:
@@ -208,9 +302,19 @@ def build_parser():
 
     translate = commands.add_parser("translate", help="translate text with a preset")
     translate.add_argument("name")
-    translate.add_argument("texts", nargs="*", help="texts to translate (default: lines of stdin)")
+    translate.add_argument("texts", nargs="*", help="texts to translate (default: lines of "
+                           "--input, or of stdin)")
     translate.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
     translate.add_argument("--max-length", type=int, help="most output tokens")
+    translate.add_argument("--n-best", type=int, help="print the N best hypotheses of the "
+                           "beam with their scores (length-normalised log-probabilities)")
+    translate.add_argument("--input", help="a UTF-8 file: one sentence per line")
+    translate.add_argument("--output", help="where the translations go, one line per input "
+                           "line (default: stdout)")
+    translate.add_argument("--batch-size", type=int, default=64,
+                           help="sentences per batch (default 64)")
+    translate.add_argument("--progress", action=argparse.BooleanOptionalAction,
+                           help="a progress bar on stderr (default: when stderr is a terminal)")
     translate.set_defaults(run=_command_translate)
 
     attention = commands.add_parser("attention", help="plot the attention of one translation")
@@ -230,6 +334,10 @@ def build_parser():
     generate.add_argument("--temperature", type=float, default=0.8,
                           help="sampling temperature (0: always the likeliest character)")
     generate.add_argument("--seed", type=int, help="makes the text reproducible")
+    generate.add_argument("--top-k", type=int, help="sample from the K likeliest characters")
+    generate.add_argument("--top-p", type=float,
+                          help="sample from the smallest set of likeliest characters whose "
+                               "probability reaches P (nucleus sampling)")
     generate.set_defaults(run=_command_generate)
 
     classify = commands.add_parser("classify", help="classify text with a classifier preset")

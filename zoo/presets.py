@@ -293,9 +293,10 @@ def _strip_weights_file(path, to_float16):
     stripped.replace(path)
 
 
-def rewrite_description(directory, metadata, card):
-    """Rewrite a preset's metadata and model card only: for scores measured after
-    training, so the weights stay the bytes that training wrote."""
+def rewrite_description(directory, metadata, card, config_changes=None):
+    """Rewrite a preset's metadata and model card only (and, with ``config_changes``,
+    those arguments of its model's config, such as a re-chosen ``length_penalty``): for
+    scores measured after training, so the weights stay the bytes that training wrote."""
     directory = Path(directory)
     # Both files in a copy renamed into place, as ``save`` does: a crash between the two
     # writes would leave a card its checksum does not match.
@@ -303,7 +304,13 @@ def rewrite_description(directory, metadata, card):
     shutil.rmtree(staging)
     shutil.copytree(directory, staging)
     (staging / CARD_FILE).write_text(card, encoding="utf-8")
-    metadata = dict(metadata, files={**metadata["files"], CARD_FILE: sha256(staging / CARD_FILE)})
+    files = {**metadata["files"], CARD_FILE: sha256(staging / CARD_FILE)}
+    if config_changes:
+        config = json.loads((staging / CONFIG_FILE).read_text(encoding="utf-8"))
+        config["config"].update(config_changes)
+        (staging / CONFIG_FILE).write_text(json.dumps(config, indent=1), encoding="utf-8")
+        files[CONFIG_FILE] = sha256(staging / CONFIG_FILE)
+    metadata = dict(metadata, files=files)
     metadata["size_bytes"] = sum((staging / f).stat().st_size for f in metadata["files"])
     (staging / METADATA_FILE).write_text(
         json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

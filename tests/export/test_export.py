@@ -79,8 +79,16 @@ model = tf.saved_model.load(sys.argv[1])
 texts = tf.constant(json.loads(sys.argv[2]))
 greedy = model.signatures["serving_default"](texts=texts)["translations"]
 beam = model.signatures["translate_beam"](texts=texts, beam_size=tf.constant(5))["translations"]
+n_best = model.signatures["translate_n_best"](texts=texts, beam_size=tf.constant(5),
+                                              num_hypotheses=tf.constant(3))
+sampled = model.signatures["translate_sample"](
+    texts=texts, temperature=tf.constant(0.9), seed=tf.constant(4), top_k=tf.constant(20),
+    top_p=tf.constant(0.95))["translations"]
 print(json.dumps({"greedy": [t.decode() for t in greedy.numpy()],
-                  "beam": [t.decode() for t in beam.numpy()]}))
+                  "beam": [t.decode() for t in beam.numpy()],
+                  "n_best": [[t.decode() for t in row] for row in n_best["translations"].numpy()],
+                  "scores": n_best["scores"].numpy().tolist(),
+                  "sampled": [t.decode() for t in sampled.numpy()]}))
 """
 
 
@@ -90,6 +98,12 @@ def test_saved_model_serves_model_translate_without_zoo(model, exports, sources)
                            json.dumps(sources, ensure_ascii=False))
     assert served["greedy"] == model.translate(sources)
     assert served["beam"] == model.translate(sources, beam_size=5)
+    n_best = model.translate(sources, beam_size=5, num_hypotheses=3)
+    assert served["n_best"] == [[h["text"] for h in hypotheses] for hypotheses in n_best]
+    np.testing.assert_allclose(served["scores"], [[h["score"] for h in hypotheses]
+                                                  for hypotheses in n_best], rtol=1e-5)
+    assert served["sampled"] == model.translate(sources, sampling=True, temperature=0.9, seed=4,
+                                                top_k=20, top_p=0.95)
 
 
 def test_saved_model_cli_lists_string_signatures(exports):
@@ -127,6 +141,11 @@ def test_saved_model_refuses_a_bad_beam_size(exports):
     loaded = tf.saved_model.load(str(exports["saved_model"]))
     with pytest.raises(tf.errors.InvalidArgumentError, match="beam_size must be at least 1"):
         loaded.signatures["translate_beam"](texts=tf.constant(["你好。"]), beam_size=tf.constant(0))
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="num_hypotheses must be at most beam_size"):
+        loaded.signatures["translate_n_best"](texts=tf.constant(["你好。"]),
+                                              beam_size=tf.constant(2),
+                                              num_hypotheses=tf.constant(3))
 
 
 def test_saved_model_export_never_overwrites(model, exports):
@@ -160,6 +179,9 @@ def test_tflite_float32_is_token_identical_to_keras(model, exports, sources):
         )
     assert translator.translate(sources[:20], beam_size=5) == model.translate(
         sources[:20], beam_size=5)
+    # The same seed gives the same sampled texts, the draws fed to the file.
+    sampling = dict(sampling=True, temperature=0.9, seed=4, top_k=20, top_p=0.95)
+    assert translator.translate(sources, **sampling) == model.translate(sources, **sampling)
 
 
 def test_quantized_tflite_is_small_and_keeps_bleu(exports, test_pairs, sources):
@@ -223,6 +245,10 @@ def test_both_architectures_export_after_translating(toy_translators, kind, tmp_
     translator = TFLiteTranslator(export.export(model, "tflite", tmp_path, name=kind))
     assert translator.translate(SOURCES) == expected
     assert translator.translate(SOURCES, beam_size=5) == model.translate(SOURCES, beam_size=5)
+    sampling = dict(sampling=True, temperature=2.0, seed=9)
+    assert translator.translate(SOURCES * 2, **sampling) == model.translate(SOURCES * 2,
+                                                                             **sampling)
+    assert translator.translate(SOURCES, sampling=True, top_k=1, seed=1) == expected
 
 
 def test_tracing_without_cudnn_restores_the_layers():

@@ -101,6 +101,25 @@ def test_bad_generation_arguments_are_clear_errors(fitted):
         fitted.generate("But", 5, temperature=float("nan"))
     with pytest.raises(ValueError, match="cell must be one of rnn, lstm, gru; received 'tcn'"):
         CharLanguageModel(10, cell="tcn")
+    with pytest.raises(ValueError, match="temperature must be a finite number >= 0; "
+                                         "received -0.5"):
+        fitted.generate("But", 5, temperature=-0.5)
+    with pytest.raises(ValueError, match="top_k must be a positive integer or None; received 0"):
+        fitted.generate("But", 5, top_k=0)
+    for top_p in (0, 1.5, -0.1):
+        with pytest.raises(ValueError, match=rf"top_p must be a number in \(0, 1\] or None; "
+                                             rf"received {top_p}"):
+            fitted.generate("But", 5, top_p=top_p)
+
+
+def test_top_k_of_one_generates_the_greedy_text_and_filters_hold_in_the_graph_loop(fitted):
+    assert fitted.generate("But", 40, temperature=1.3, seed=4, top_k=1) == \
+        fitted.generate("But", 40, temperature=0)
+    filtered = fitted.generate("But", 60, temperature=1.5, seed=7, top_k=5, top_p=0.9)
+    in_graph = fitted.generate_ids(tf.constant([fitted.preprocessor.encode("But")]), 60,
+                                   tf.constant(1.5), tf.constant(7), tf.constant(5),
+                                   tf.constant(0.9))
+    assert fitted.preprocessor.decode(in_graph[0].numpy()) == filtered
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +146,12 @@ def test_cli_generate_streams_the_prompt_and_its_continuation(lm_preset, capsys)
     assert capsys.readouterr().out == "ROMEO:\nBut soft, what light through\n"
     assert main(["generate", str(lm_preset), "x", "--length", "5"]) == 2
     assert "not trained on: 'x'" in capsys.readouterr().err
+    assert main(["generate", str(lm_preset), "ROMEO:\nBut", "--length", "25",
+                 "--temperature", "1.5", "--seed", "3", "--top-k", "1"]) == 0
+    assert capsys.readouterr().out == "ROMEO:\nBut soft, what light through\n"
+    assert main(["generate", str(lm_preset), "But", "--top-p", "2"]) == 2
+    assert capsys.readouterr().err == ("zoo: error: top_p must be a number in (0, 1] or None; "
+                                       "received 2.0.\n")
 
 
 def test_cli_evaluate_reports_nats_per_char(lm_preset, tmp_path, capsys):
@@ -172,12 +197,17 @@ def test_saved_model_generates_what_the_model_generates(fitted, tmp_path):
     served = tf.saved_model.load(str(export.export(fitted, "saved_model", tmp_path, name="lm")))
     generate = served.signatures["serving_default"]
 
-    def text(prompt, length, temperature, seed):
+    def text(prompt, length, temperature, seed, top_k=0, top_p=1.0):
         result = generate(prompt=tf.constant(prompt), length=tf.constant(length),
-                          temperature=tf.constant(temperature), seed=tf.constant(seed))
+                          temperature=tf.constant(temperature), seed=tf.constant(seed),
+                          top_k=tf.constant(top_k), top_p=tf.constant(top_p))
         return result["text"].numpy().decode()
 
     assert text("But", 60, 1.5, 7) == fitted.generate("But", 60, temperature=1.5, seed=7)
+    assert text("But", 60, 1.5, 7, 3, 0.9) == fitted.generate("But", 60, temperature=1.5,
+                                                                seed=7, top_k=3, top_p=0.9)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"top_p must be in \(0, 1\]"):
+        text("But", 5, 1.0, 0, 0, 1.5)
     assert text("", 12, 0.0, 0) == fitted.generate("", 12, temperature=0)
     assert text("But", 0, 1.0, 0) == ""
     with pytest.raises(tf.errors.InvalidArgumentError, match="not trained on"):
@@ -192,6 +222,8 @@ def test_tflite_step_model_is_builtin_only_and_matches_keras(fitted, tmp_path):
     assert runner.config["states"] == [2, 1, 48]  # an LSTM's (h, c)
     assert runner.generate("ROMEO:\nBut", 25, temperature=0) == \
         fitted.generate("ROMEO:\nBut", 25, temperature=0)
+    assert runner.generate("But", 40, temperature=1.2, seed=5, top_k=4, top_p=0.8) == \
+        fitted.generate("But", 40, temperature=1.2, seed=5, top_k=4, top_p=0.8)
     # One step's logits against Keras's, from the same state.
     states = np.random.default_rng(0).normal(size=(2, 1, 48)).astype(np.float32)
     logits, new_states = runner.step(5, states)

@@ -60,6 +60,77 @@ def test_invalid_beam_size(trained, beam):
         trained["attention"].translate(SOURCES[:1], beam_size=beam)
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_n_best_first_is_the_translation_and_scores_are_teacher_forced_log_probabilities(
+        trained, name):
+    from zoo import decoding
+    from zoo.text import END_ID, START_ID
+
+    model = trained[name]
+    n_best = model.translate(SOURCES, beam_size=4, num_hypotheses=3)
+    assert [hypotheses[0]["text"] for hypotheses in n_best] == model.translate(SOURCES,
+                                                                               beam_size=4)
+    for hypotheses in n_best:
+        scores = [h["score"] for h in hypotheses]
+        assert len(hypotheses) == 3 and scores == sorted(scores, reverse=True)
+
+    # Each hypothesis' score: its log-probability under teacher forcing / length penalty.
+    source_ids = model.preprocessor.encode_sources(SOURCES)
+    tokens, scores, _ = model.generate_hypotheses(tf.constant(source_ids), 4, 3)
+    for n in range(3):
+        ids = tokens[:, n].numpy()
+        lengths = [list(row).index(END_ID) + 1 if END_ID in row else len(row) for row in ids]
+        decoder_in = np.concatenate([np.full((len(ids), 1), START_ID), ids[:, :-1]], axis=1)
+        log_probs = tf.nn.log_softmax(model((source_ids, decoder_in))).numpy()
+        for row, length in enumerate(lengths):
+            total = sum(log_probs[row, t, ids[row, t]] for t in range(length))
+            penalty = decoding.length_penalty(length, model.length_penalty).numpy()
+            np.testing.assert_allclose(scores[row, n], total / penalty, rtol=1e-4, atol=1e-4)
+
+
+def test_n_best_with_attention_and_bad_counts(trained):
+    model = trained["attention"]
+    (hypotheses,) = model.translate(SOURCES[:1], beam_size=3, num_hypotheses=2,
+                                    return_attention=True)
+    assert hypotheses[0]["attention"].shape == (5, 7)
+    with pytest.raises(ValueError, match=r"num_hypotheses must be at most beam_size \(2\): a "
+                                         r"beam holds that many hypotheses; received 3"):
+        model.translate(SOURCES[:1], beam_size=2, num_hypotheses=3)
+    with pytest.raises(ValueError, match="num_hypotheses must be a positive integer; "
+                                         "received 0"):
+        model.translate(SOURCES[:1], beam_size=2, num_hypotheses=0)
+
+
+def test_sampled_translations_are_reproducible_and_independent_of_batching(trained):
+    model = trained["attention"]
+    texts = SOURCES * 3
+
+    def drawn(**options):
+        return model.translate(texts, sampling=True, temperature=3.0, seed=11, **options)
+
+    first = drawn()
+    assert drawn(batch_size=4) == first == drawn(batch_size=1)
+    assert drawn(top_k=1) == model.translate(texts)  # top-k 1 is greedy
+    assert model.translate(texts, sampling=True, temperature=0.0, seed=3) == model.translate(
+        texts)
+    # At this temperature the copies of a sentence (other rows) are drawn differently.
+    assert len(set(first)) > len(set(SOURCES))
+    assert drawn(top_p=0.5) != first or drawn(top_k=2) != first
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"beam_size": 5}, "beam_size must be 1 with sampling=True; received 5"),
+    ({"temperature": -1.0}, "temperature must be a finite number >= 0; received -1.0"),
+    ({"top_k": 0}, "top_k must be a positive integer or None; received 0"),
+    ({"top_p": 0.0}, r"top_p must be a number in \(0, 1\] or None; received 0.0"),
+    ({"top_p": 1.01}, r"top_p must be a number in \(0, 1\] or None; received 1.01"),
+    ({"beam_size": 3, "num_hypotheses": 2}, "num_hypotheses is for beam search"),
+])
+def test_bad_sampling_arguments_are_clear_errors(trained, options, message):
+    with pytest.raises(ValueError, match=message):
+        trained["attention"].translate(SOURCES[:1], sampling=True, **options)
+
+
 def test_unknown_words_become_oov_not_errors(trained):
     model = trained["attention"]
     ids = model.preprocessor.encode_sources(["龘龘我"])

@@ -100,7 +100,7 @@ def test_retune_decoding_rescores_without_touching_the_weights(recipe_file, pair
     out = tmp_path / "tiny_fra"
     assert main(["train", str(recipe_file), "--data-dir", str(data_dir), "--out", str(out),
                  "--epochs", "1", "--log-dir", str(tmp_path / "logs")]) == 0
-    before = zoo.load(out).get_weights()
+    weights_bytes = (out / "model.weights.h5").read_bytes()
     assert main(["train", str(recipe_file), "--retune-decoding", "--data-dir", str(data_dir),
                  "--out", str(out)]) == 0
     metadata = zoo.describe(out)
@@ -109,8 +109,7 @@ def test_retune_decoding_rescores_without_touching_the_weights(recipe_file, pair
     assert metadata["length_penalty"] in translation.LENGTH_PENALTIES
     assert zoo.load(out).length_penalty == metadata["length_penalty"]
     assert metadata["training"]["epochs_run"] == 1  # the training record is kept
-    for old, new in zip(before, zoo.load(out).get_weights()):
-        assert (old == new).all()
+    assert (out / "model.weights.h5").read_bytes() == weights_bytes  # not even re-saved
     assert "re-chosen on validation" in (out / "README.md").read_text()
 
 

@@ -64,18 +64,48 @@ class TFLiteTranslator:
             )
         return self._runners[beam_size](source_ids=source_ids)["tokens"][0]
 
-    def translate(self, texts, beam_size=1):
+    def sample_ids(self, source_ids, uniforms, temperature=1.0, top_k=0, top_p=1.0):
+        """Output ids drawn with ``uniforms [max_output_length]`` (one per step)."""
+        return self.interpreter.get_signature_runner("sample")(
+            source_ids=source_ids, uniforms=np.asarray(uniforms, np.float32),
+            temperature=np.float32(temperature), top_k=np.int32(top_k),
+            top_p=np.float32(top_p))["tokens"][0]
+
+    def translate(self, texts, beam_size=1, sampling=False, temperature=1.0, top_k=None,
+                  top_p=None, seed=None):
+        """As ``model.translate``: with ``sampling``, the same seed gives the same texts
+        (the draws of ``zoo.decoding.step_uniforms``, computed with Keras on any backend;
+        ``KERAS_BACKEND=numpy`` is enough)."""
         texts = codec.text_list(texts)
+        if sampling:
+            if beam_size != 1:
+                raise ValueError(f"sampling draws one translation token by token: beam_size "
+                                 f"must be 1 with sampling=True; received {beam_size!r}.")
+            temperature, seed = codec.check_temperature_and_seed(temperature, seed)
+            top_k, top_p = codec.check_sampling_filters(top_k, top_p)
         translations = []
         for position, text in enumerate(texts):
             source_ids = self.encode(self.preprocessor.accepted_source(text, position))
-            translations.append(self.preprocessor.decode_translation(
-                source_ids[0], self.translate_ids(source_ids, beam_size)))
+            if sampling:
+                ids = self.sample_ids(source_ids, self._uniforms(seed, position), temperature,
+                                      top_k, top_p)
+            else:
+                ids = self.translate_ids(source_ids, beam_size)
+            translations.append(self.preprocessor.decode_translation(source_ids[0], ids))
         return self.preprocessor.check_outputs(texts, translations)
+
+    def _uniforms(self, seed, row):
+        import keras
+
+        from zoo import decoding
+
+        return keras.ops.convert_to_numpy(
+            decoding.step_uniforms(seed, self.config["max_output_length"], row))
 
 
 class TFLiteLanguageModel:
-    """``TFLiteLanguageModel("DIR/NAME.tflite").generate(prompt, length, temperature, seed)``.
+    """``TFLiteLanguageModel("DIR/NAME.tflite").generate(prompt, length, temperature, seed,
+    top_k, top_p)``.
 
     The file holds one step of the network; this runner feeds the prompt through it,
     then samples each next character with ``zoo.decoding.sample`` (a phone app would
@@ -93,12 +123,13 @@ class TFLiteLanguageModel:
         result = self._step(token=np.array([token], np.int32), states=states)
         return result["logits"][0], result["states"]
 
-    def generate(self, prompt, length, temperature=1.0, seed=None):
+    def generate(self, prompt, length, temperature=1.0, seed=None, top_k=None, top_p=None):
         import keras
 
         from zoo import decoding
 
         length, temperature, seed = codec.check_generation_arguments(length, temperature, seed)
+        top_k, top_p = codec.check_sampling_filters(top_k, top_p)
         prompt_ids = self.preprocessor.encode(codec.prompt_text(prompt))
         states = np.zeros(self.config["states"], np.float32)
         for token in prompt_ids:
@@ -106,7 +137,7 @@ class TFLiteLanguageModel:
         text = []
         for position in range(length):
             token = int(keras.ops.convert_to_numpy(
-                decoding.sample(logits[None], temperature, seed, position))[0])
+                decoding.sample(logits[None], temperature, seed, position, top_k, top_p))[0])
             text.append(self.preprocessor.characters[token])
             logits, states = self.step(token, states)
         return "".join(text)

@@ -5,9 +5,15 @@ split, hash-table lookup, while loops), so the stock ``tensorflow/serving`` bina
 and a plain ``tf.saved_model.load`` can run it without ``zoo`` installed:
 
 - translation: ``serving_default(texts: string[B]) -> {"translations": string[B]}``
-  (greedy) and ``translate_beam(texts: string[B], beam_size: int32[])``;
+  (greedy), ``translate_beam(texts: string[B], beam_size: int32[])`` and
+  ``translate_n_best(texts, beam_size, num_hypotheses: int32[]) -> {"translations":
+  string[B, n], "scores": float32[B, n]}`` (the beam's n best, best first) and
+  ``translate_sample(texts, temperature: float32[], seed: int32[], top_k: int32[] (0: no
+  cut), top_p: float32[] (1: no cut))`` (what ``model.translate(texts, sampling=True,
+  ...)`` draws with that seed);
 - language model: ``serving_default(prompt: string[], length: int32[],
-  temperature: float32[], seed: int32[]) -> {"text": string[]}`` (the continuation);
+  temperature: float32[], seed: int32[], top_k: int32[] (0: no cut), top_p: float32[]
+  (1: no cut)) -> {"text": string[]}`` (the continuation);
 - classifier: ``serving_default(texts: string[B]) -> {"labels": string[B],
   "probabilities": float32[B, labels]}``.
 
@@ -38,13 +44,7 @@ def _serving_functions(model, codec):
         return {"translations": codec.decode(source_ids, ids)}
 
     def translate_beam(texts, beam_size):
-        checks = [
-            tf.debugging.assert_greater_equal(
-                beam_size, 1, message="beam_size must be at least 1"),
-            tf.debugging.assert_less_equal(
-                beam_size, MAX_BEAM_SIZE, message=f"beam_size must be at most {MAX_BEAM_SIZE}"),
-        ]
-        with tf.control_dependencies(checks):
+        with tf.control_dependencies(_beam_checks(beam_size)):
             source_ids = codec.encode(texts)
         # Beam 1 takes the greedy path, exactly as model.translate(beam_size=1) does.
         ids = tf.cond(
@@ -54,27 +54,78 @@ def _serving_functions(model, codec):
         )
         return {"translations": codec.decode(source_ids, ids)}
 
-    return serving_default, translate_beam
+    def translate_n_best(texts, beam_size, num_hypotheses):
+        checks = _beam_checks(beam_size) + [
+            tf.debugging.assert_greater_equal(
+                num_hypotheses, 1, message="num_hypotheses must be at least 1"),
+            tf.debugging.assert_less_equal(
+                num_hypotheses, beam_size, message="num_hypotheses must be at most beam_size"),
+        ]
+        with tf.control_dependencies(checks):
+            source_ids = codec.encode(texts)
+        tokens, scores, _ = model.generate_hypotheses(source_ids, beam_size, num_hypotheses)
+        # Decoded as B * n rows, each beside its own sentence's source.
+        rows = tf.reshape(tokens, [-1, tf.shape(tokens)[-1]])
+        sources = tf.repeat(source_ids, num_hypotheses, axis=0)
+        texts_out = tf.reshape(codec.decode(sources, rows), tf.shape(scores))
+        return {"translations": texts_out, "scores": scores}
+
+    def translate_sample(texts, temperature, seed, top_k, top_p):
+        with tf.control_dependencies(_sampling_checks(temperature, seed, top_k, top_p)):
+            source_ids = codec.encode(texts)
+        ids, _ = model.generate_samples(source_ids, temperature, seed, top_k, top_p)
+        return {"translations": codec.decode(source_ids, ids)}
+
+    return serving_default, translate_beam, translate_n_best, translate_sample
+
+
+def _sampling_checks(temperature, seed, top_k, top_p):
+    return [
+        tf.debugging.assert_non_negative(temperature, message="temperature must be >= 0"),
+        tf.debugging.assert_non_negative(seed, message="seed must be >= 0"),
+        tf.debugging.assert_non_negative(top_k, message="top_k must be >= 0 (0: no cut)"),
+        tf.debugging.assert_positive(top_p, message="top_p must be in (0, 1]"),
+        tf.debugging.assert_less_equal(top_p, 1.0, message="top_p must be in (0, 1]"),
+    ]
+
+
+def _beam_checks(beam_size):
+    return [
+        tf.debugging.assert_greater_equal(beam_size, 1, message="beam_size must be at least 1"),
+        tf.debugging.assert_less_equal(
+            beam_size, MAX_BEAM_SIZE, message=f"beam_size must be at most {MAX_BEAM_SIZE}"),
+    ]
 
 
 def _translation_endpoints(model):
-    """``serving_default(texts)`` and ``translate_beam(texts, beam_size)``."""
+    """``serving_default(texts)``, ``translate_beam(texts, beam_size)`` and
+    ``translate_n_best(texts, beam_size, num_hypotheses) -> {"translations": string[B, n],
+    "scores": float32[B, n]}``."""
     codec = model._require_preprocessor().graph()
-    serving_default, translate_beam = _serving_functions(model, codec)
+    serving_default, translate_beam, translate_n_best, translate_sample = _serving_functions(
+        model, codec)
     texts = tf.TensorSpec([None], tf.string, name="texts")
+    beam_size = tf.TensorSpec([], tf.int32, name="beam_size")
     return codec.resources, {
         "serving_default": (serving_default, [texts]),
-        "translate_beam": (translate_beam, [texts, tf.TensorSpec([], tf.int32, name="beam_size")]),
+        "translate_beam": (translate_beam, [texts, beam_size]),
+        "translate_n_best": (translate_n_best, [
+            texts, beam_size, tf.TensorSpec([], tf.int32, name="num_hypotheses")]),
+        "translate_sample": (translate_sample, [
+            texts, tf.TensorSpec([], tf.float32, name="temperature"),
+            tf.TensorSpec([], tf.int32, name="seed"), tf.TensorSpec([], tf.int32, name="top_k"),
+            tf.TensorSpec([], tf.float32, name="top_p")]),
     }
 
 
 def _language_model_endpoints(model):
-    """``serving_default(prompt, length, temperature, seed) -> {"text"}`` (the continuation)."""
+    """``serving_default(prompt, length, temperature, seed, top_k, top_p) -> {"text"}``
+    (the continuation)."""
     characters = model._require_preprocessor().characters
     table = lookup_table(characters, -1)
     characters = tf.constant(characters)
 
-    def generate(prompt, length, temperature, seed):
+    def generate(prompt, length, temperature, seed, top_k, top_p):
         split = tf.strings.unicode_split(checked_texts(prompt), "UTF-8")
         split = tf.cond(tf.size(split) > 0, lambda: split, lambda: tf.constant([EMPTY_PROMPT]))
         ids = tf.cast(table.lookup(split), tf.int32)
@@ -85,16 +136,16 @@ def _language_model_endpoints(model):
                 length, MAX_GENERATION_LENGTH,
                 message=f"length must be from 0 to {MAX_GENERATION_LENGTH}"),
             tf.debugging.assert_non_negative(length, message="length must be from 0"),
-            tf.debugging.assert_non_negative(temperature, message="temperature must be >= 0"),
-            tf.debugging.assert_non_negative(seed, message="seed must be >= 0"),
+            *_sampling_checks(temperature, seed, top_k, top_p),
         ]
         with tf.control_dependencies(checks):
-            generated = model.generate_ids(ids[None], length, temperature, seed)
+            generated = model.generate_ids(ids[None], length, temperature, seed, top_k, top_p)
         return {"text": tf.strings.reduce_join(tf.gather(characters, generated[0]))}
 
     return [table], {"serving_default": (generate, [
         tf.TensorSpec([], tf.string, name="prompt"), tf.TensorSpec([], tf.int32, name="length"),
         tf.TensorSpec([], tf.float32, name="temperature"), tf.TensorSpec([], tf.int32, name="seed"),
+        tf.TensorSpec([], tf.int32, name="top_k"), tf.TensorSpec([], tf.float32, name="top_p"),
     ])}
 
 

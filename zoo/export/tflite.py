@@ -4,6 +4,11 @@ Signatures of a translator (batch 1, any source length; ids of the preset's voca
 
 - ``greedy(source_ids: int32[1, S]) -> {"tokens": int32[1, L]}``
 - ``beam(source_ids: int32[1, S]) -> {"tokens": int32[1, L]}`` (beam width fixed at export)
+- ``sample(source_ids: int32[1, S], uniforms: float32[L], temperature: float32[], top_k:
+  int32[] (0: no cut), top_p: float32[] (1: no cut)) -> {"tokens": int32[1, L]}``: step t
+  draws with ``uniforms[t]``; ``zoo.decoding.step_uniforms(seed, L, row)`` gives the
+  numbers ``model.translate(..., sampling=True, seed=seed)`` uses for the text at
+  position ``row`` (the hash's integer ops are not TFLite builtins: the app computes them)
 
 ``L`` is the model's ``max_output_length``; a translation ends at its first
 ``[END]`` and is padded with ``[PAD]``. A language model exports one step with its
@@ -43,20 +48,34 @@ def _frozen(function):
 
 
 def _translation_module(model, beam_size):
-    """Signatures ``greedy`` and ``beam``: source ids in, token ids out (frozen decoders)."""
+    """Signatures ``greedy``, ``beam`` and ``sample``: source ids in, token ids out
+    (frozen decoders)."""
     model._require_preprocessor()
     source_ids = tf.TensorSpec([1, None], tf.int32, name="source_ids")
+    sampling = [tf.TensorSpec([model.max_output_length], tf.float32, name="uniforms"),
+                tf.TensorSpec([], tf.float32, name="temperature"),
+                tf.TensorSpec([], tf.int32, name="top_k"),
+                tf.TensorSpec([], tf.float32, name="top_p")]
     greedy = _frozen(tf.function(
         lambda ids: model.generate_ids(ids)[0], input_signature=[source_ids], autograph=False))
     beam = _frozen(tf.function(
         lambda ids: model.generate_ids(ids, beam_size)[0], input_signature=[source_ids],
         autograph=False))
+    # The seed is not an input: the runner computes the draws (zoo.decoding.step_uniforms).
+    sample = _frozen(tf.function(
+        lambda ids, uniforms, temperature, top_k, top_p: model.generate_samples(
+            ids, temperature, 0, top_k, top_p, uniforms=uniforms[:, None])[0],
+        input_signature=[source_ids, *sampling], autograph=False))
     module = tf.Module()
     module.greedy = tf.function(lambda source_ids: {"tokens": greedy(source_ids)[0]},
                                 input_signature=[source_ids])
     module.beam = tf.function(lambda source_ids: {"tokens": beam(source_ids)[0]},
                               input_signature=[source_ids])
-    return module, ("greedy", "beam")
+    module.sample = tf.function(
+        lambda source_ids, uniforms, temperature, top_k, top_p: {
+            "tokens": sample(source_ids, uniforms, temperature, top_k, top_p)[0]},
+        input_signature=[source_ids, *sampling])
+    return module, ("greedy", "beam", "sample")
 
 
 def _language_model_module(model, beam_size):
@@ -143,8 +162,9 @@ def runner_config(model, beam_size, quantize):
         "beam_size": beam_size,
         "quantize": quantize,
         "max_text_length": MAX_TEXT_LENGTH,
-        "signatures": {"greedy": "greedy", "beam": "beam", "input": "source_ids",
-                       "output": "tokens"},
+        "signatures": {"greedy": "greedy", "beam": "beam", "sample": "sample",
+                       "input": "source_ids", "output": "tokens",
+                       "sample_inputs": ["uniforms", "temperature", "top_k", "top_p"]},
         **model._require_preprocessor().runner_config(),
     }
 

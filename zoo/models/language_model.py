@@ -174,33 +174,38 @@ class CharLanguageModel(keras.Model):
         return ops.sum(losses), states
 
     # -- generation ------------------------------------------------------------------------------
-    def stream(self, prompt, length, temperature=1.0, seed=None):
+    def stream(self, prompt, length, temperature=1.0, seed=None, top_k=None, top_p=None):
         """Yield ``length`` generated characters one at a time (after the prompt)."""
         length, temperature, seed = codec.check_generation_arguments(length, temperature, seed)
+        top_k, top_p = codec.check_sampling_filters(top_k, top_p)
         preprocessor = self._require_preprocessor()
         prompt_ids = np.asarray([preprocessor.encode(codec.prompt_text(prompt))], np.int32)
         logits, states = self._function("prime", self._prime)(prompt_ids)
         step = self._function("step", self._sample_and_step)
         for position in range(length):
             token, logits, states = step(logits, states, np.float32(temperature),
-                                         np.int32(seed), np.int32(position))
+                                         np.int32(seed), np.int32(position), np.int32(top_k),
+                                         np.float32(top_p))
             yield preprocessor.characters[int(token[0])]
 
-    def generate(self, prompt, length, temperature=1.0, seed=None):
+    def generate(self, prompt, length, temperature=1.0, seed=None, top_k=None, top_p=None):
         """``length`` characters that follow ``prompt``, sampled at ``temperature``
-        (0: always the most likely character). A seed makes the text reproducible."""
-        return "".join(self.stream(prompt, length, temperature, seed))
+        (0: always the most likely character) from the ``top_k`` most likely characters
+        and the smallest set of them whose probability reaches ``top_p`` (None: no such
+        cut; ``zoo.decoding.sample``). A seed makes the text reproducible."""
+        return "".join(self.stream(prompt, length, temperature, seed, top_k, top_p))
 
-    def generate_ids(self, prompt_ids, length, temperature, seed):
+    def generate_ids(self, prompt_ids, length, temperature, seed, top_k=0, top_p=1.0):
         """The generation loop in one graph (SavedModel): ids ``[1, length]`` for one
-        prompt. Samples exactly as ``stream`` does, so the same seed gives the same text.
+        prompt. Samples exactly as ``stream`` does, so the same seed gives the same text
+        (``top_k`` 0 and ``top_p`` 1: no cut).
         """
         logits, states = self._prime(prompt_ids)
         output = ops.zeros((1, length), "int32")
 
         def body(position, logits, states, output):
             token, logits, states = self._sample_and_step(
-                logits, states, temperature, seed, position)
+                logits, states, temperature, seed, position, top_k, top_p)
             return position + 1, logits, states, decoding.write_token(output, position, token)
 
         *_, output = ops.while_loop(
@@ -212,8 +217,8 @@ class CharLanguageModel(keras.Model):
         logits, states = self.run(prompt_ids)
         return logits[:, -1], states
 
-    def _sample_and_step(self, logits, states, temperature, seed, position):
-        token = decoding.sample(logits, temperature, seed, position)
+    def _sample_and_step(self, logits, states, temperature, seed, position, top_k, top_p):
+        token = decoding.sample(logits, temperature, seed, position, top_k, top_p)
         logits, states = self.step(token, states)
         return token, logits, states
 

@@ -184,6 +184,26 @@ class Seq2Seq(keras.Model):
         """Logits ``[B, T, V]`` for every position, given the reference prefix."""
         raise NotImplementedError
 
+    def decoding_flops(self, source_length, steps):
+        """Floating-point operations to encode a source of ``source_length`` pieces and
+        run ``steps`` decoder steps: 2 per multiply-add of the matrix products (the
+        element-wise gate arithmetic, a few per unit, is left out)."""
+        return self._encoder_multiply_adds(source_length) * 2 + steps * 2 * (
+            self._step_multiply_adds(source_length)
+            + self._output_features() * self.embedding_dim
+            + self.embedding_dim * self.target_vocabulary_size)
+
+    def _encoder_multiply_adds(self, source_length):
+        raise NotImplementedError
+
+    def _step_multiply_adds(self, source_length):
+        """A decoder step's products before the deep output layer."""
+        raise NotImplementedError
+
+    def _output_features(self):
+        """The width of what the deep output layer reads."""
+        raise NotImplementedError
+
     def call(self, inputs, training=False):
         source_ids, target_input_ids = inputs
         state = self.encode(source_ids, training=training)
@@ -224,6 +244,34 @@ class Seq2Seq(keras.Model):
             source_length=source_length, return_attention=return_attention,
         )
 
+    def generate_hypotheses(self, source_ids, beam_size, num_hypotheses, max_length=None,
+                            return_attention=False):
+        """The ``num_hypotheses`` best of a beam search, best first (graph-friendly).
+
+        Returns ``(tokens [B, n, max_length] int32, scores [B, n], attention [B, n,
+        max_length, S] or None)``; a score is the log-probability divided by the length
+        penalty, what the beam ranks by (``decoding.beam_hypotheses``).
+        """
+        max_length = max_length or self.max_output_length
+        batch = source_ids.shape[0] or ops.shape(source_ids)[0]
+        step, state = self._step_over_memory(source_ids, beam_size)
+        return decoding.beam_hypotheses(
+            step, state, batch, max_length, beam_size, num_hypotheses, alpha=self.length_penalty,
+            source_length=ops.shape(source_ids)[1], return_attention=return_attention)
+
+    def generate_samples(self, source_ids, temperature, seed, top_k=0, top_p=1.0, row_ids=None,
+                         max_length=None, return_attention=False, uniforms=None):
+        """Translations drawn token by token (``decoding.sampling_search``; ``top_k`` 0 and
+        ``top_p`` 1: no cut; ``uniforms [max_length, B]``: the random numbers fed in),
+        graph-friendly; returns what ``generate_ids`` returns."""
+        max_length = max_length or self.max_output_length
+        batch = source_ids.shape[0] or ops.shape(source_ids)[0]
+        step, state = self._step_over_state(source_ids)
+        return decoding.sampling_search(
+            step, state, batch, max_length, temperature, seed, top_k, top_p, row_ids,
+            source_length=ops.shape(source_ids)[1], return_attention=return_attention,
+            uniforms=uniforms)
+
     def _step_over_state(self, source_ids):
         """A step function over the whole decoder state, memory included (greedy
         search gathers the rows of the sentences still decoding), and that state."""
@@ -256,39 +304,71 @@ class Seq2Seq(keras.Model):
 
         return step, recurrent
 
-    def _search(self, beam_size, max_length, return_attention):
-        key = (beam_size, max_length, return_attention)
+    def _search(self, beam_size, max_length, return_attention, num_hypotheses=None,
+                sampling=False):
+        """The compiled search: ``generate_ids``, ``generate_hypotheses`` when
+        ``num_hypotheses`` is given, ``generate_samples`` (which takes the sampling
+        arguments as inputs, so a new seed compiles nothing) when ``sampling``."""
+        key = (beam_size, max_length, return_attention, num_hypotheses, sampling)
         with _TRACING:
             if key not in self._searches:
-                self._searches[key] = zoo_backend.compile_function(
-                    lambda source_ids: self.generate_ids(source_ids, beam_size, max_length,
-                                                         return_attention), self.variables)
+                if sampling:
+                    def search(source_ids, row_ids, temperature, seed, top_k, top_p):
+                        return self.generate_samples(source_ids, temperature, seed, top_k, top_p,
+                                                     row_ids, max_length, return_attention)
+                elif num_hypotheses is None:
+                    def search(source_ids):
+                        return self.generate_ids(source_ids, beam_size, max_length,
+                                                 return_attention)
+                else:
+                    def search(source_ids):
+                        return self.generate_hypotheses(source_ids, beam_size, num_hypotheses,
+                                                        max_length, return_attention)
+                self._searches[key] = zoo_backend.compile_function(search, self.variables)
             return self._searches[key]
 
-    def _decode(self, texts, beam_size, max_length, batch_size, return_attention=False):
-        """Yield ``(index, token ids, attention [L, S] or None, source ids)`` per text."""
+    def _decode(self, texts, beam_size, max_length, batch_size, return_attention=False,
+                num_hypotheses=None, sampling=None):
+        """Yield ``(index, token ids, attention [L, S] or None, source ids)`` per text;
+        with ``num_hypotheses``, ``(index, token ids [n, L], attention [n, L, S] or None,
+        source ids, scores [n])``. ``sampling``: ``(temperature, seed, top_k, top_p)``
+        checked, to draw each translation (a text's draws depend on its index in
+        ``texts``, not on the batch it falls in)."""
         texts = codec.text_list(texts)
-        for name, value in (("beam_size", beam_size), ("max_length", max_length)):
-            if value is None and name == "max_length":
-                continue  # the model's max_output_length
+        for name, value in (("beam_size", beam_size), ("max_length", max_length),
+                            ("num_hypotheses", num_hypotheses)):
+            if value is None and name != "beam_size":
+                continue  # max_length: the model's max_output_length
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer; received {value!r}.")
+        if num_hypotheses is not None and num_hypotheses > beam_size:
+            raise ValueError(f"num_hypotheses must be at most beam_size ({beam_size}): a beam "
+                             f"holds that many hypotheses; received {num_hypotheses}.")
         preprocessor = self._require_preprocessor()
         texts = [preprocessor.accepted_source(text, position) for position, text in enumerate(texts)]
-        search = self._search(beam_size, max_length or self.max_output_length, return_attention)
+        search = self._search(beam_size, max_length or self.max_output_length, return_attention,
+                              num_hypotheses, sampling is not None)
         # Similar lengths together: less padding, and the batch stops sooner.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             source_ids = preprocessor.encode_sources([texts[i] for i in chunk])
-            tokens, attention = search(_pad_for_compilation(source_ids))
+            inputs = [_pad_for_compilation(source_ids)]
+            if sampling is not None:
+                temperature, seed, top_k, top_p = sampling
+                inputs += [np.asarray(chunk, np.int32), np.float32(temperature), np.int32(seed),
+                           np.int32(top_k), np.float32(top_p)]
+            tokens, *scores, attention = search(*inputs)
             if attention is not None:
-                attention = attention[:, :, : source_ids.shape[1]]
+                attention = attention[..., : source_ids.shape[1]]
             for row, index in enumerate(chunk):
-                yield index, tokens[row], None if attention is None else attention[row], source_ids[row]
+                yield (index, tokens[row], None if attention is None else attention[row],
+                       source_ids[row], *(s[row] for s in scores))
 
     def translate(self, texts, beam_size=1, max_length=None, return_attention=False,
-                  batch_size=64, attention_level="word", check_outputs=True):
+                  batch_size=64, attention_level="word", check_outputs=True,
+                  num_hypotheses=None, sampling=False, temperature=1.0, top_k=None, top_p=None,
+                  seed=None):
         """Translate a list of strings.
 
         Args:
@@ -304,13 +384,26 @@ class Seq2Seq(keras.Model):
             check_outputs: refuse answers outside the task's format (the dates model's
                 non-dates) with ``zoo.text.UnreadableTextError``; False returns them
                 (scoring counts them as wrong).
+            num_hypotheses: return, per text, the ``num_hypotheses`` (at most
+                ``beam_size``) best hypotheses of the beam, best first, as
+                ``{"text": str, "score": float}`` (the score is the log-probability
+                divided by the length penalty, what the beam ranks by; with
+                ``return_attention`` each also has its ``"attention"``). The first is
+                what ``translate(texts, beam_size)`` returns.
+            sampling: draw each token from ``softmax(logits / temperature)`` cut to the
+                ``top_k`` most probable and to the smallest set of them whose
+                probability reaches ``top_p`` (``zoo.decoding.sample``), instead of
+                searching; ``seed`` makes the draws reproducible (the same seed and
+                texts give the same translations, also through the SavedModel's
+                ``translate_sample``); ``top_k=1`` or ``temperature=0`` is greedy.
 
         Raises:
             ValueError: a text is not a string, too long, or outside the model's input
                 domain (the addition model: two numbers of at most three digits).
 
         Returns:
-            ``list[str]``, or ``(list[str], list[np.ndarray])`` with ``return_attention``.
+            ``list[str]``, or ``(list[str], list[np.ndarray])`` with ``return_attention``;
+            with ``num_hypotheses``, ``list[list[dict]]``.
 
         Thread-safe: serving threads may share one model (tested: 8 threads give what
         sequential calls give).
@@ -318,9 +411,23 @@ class Seq2Seq(keras.Model):
         texts = codec.text_list(texts)
         if return_attention:
             self._check_attention_level(attention_level)
+        if num_hypotheses is not None:
+            if sampling:
+                raise ValueError("num_hypotheses is for beam search; sampling draws one "
+                                 "translation per text.")
+            return self._n_best(texts, beam_size, num_hypotheses, max_length, batch_size,
+                                return_attention, attention_level, check_outputs)
+        drawing = None
+        if sampling:
+            if beam_size != 1:
+                raise ValueError(f"sampling draws one translation token by token: beam_size "
+                                 f"must be 1 with sampling=True; received {beam_size!r}.")
+            drawing = (*codec.check_temperature_and_seed(temperature, seed),
+                       *codec.check_sampling_filters(top_k, top_p))
         translations, attentions = [None] * len(texts), [None] * len(texts)
         for index, ids, attention, source_ids in self._decode(texts, beam_size, max_length,
-                                                               batch_size, return_attention):
+                                                               batch_size, return_attention,
+                                                               sampling=drawing):
             translations[index] = self.preprocessor.decode_translation(source_ids, ids)
             if return_attention:
                 if not translations[index]:
@@ -330,6 +437,24 @@ class Seq2Seq(keras.Model):
         if check_outputs:
             self.preprocessor.check_outputs(texts, translations)
         return (translations, attentions) if return_attention else translations
+
+    def _n_best(self, texts, beam_size, num_hypotheses, max_length, batch_size,
+                return_attention, attention_level, check_outputs):
+        results = [None] * len(texts)
+        for index, hypotheses, attentions, source_ids, scores in self._decode(
+                texts, beam_size, max_length, batch_size, return_attention, num_hypotheses):
+            results[index] = []
+            for n, ids in enumerate(hypotheses):
+                text = self.preprocessor.decode_translation(source_ids, ids)
+                result = {"text": text, "score": float(scores[n])}
+                if return_attention:
+                    ids = ids if text else ids[:0]  # nothing was translated: no rows
+                    result["attention"] = self.preprocessor.alignment(
+                        texts[index], ids, attentions[n], attention_level).weights
+                results[index].append(result)
+        if check_outputs:
+            self.preprocessor.check_outputs(texts, [r[0]["text"] for r in results])
+        return results
 
     def align(self, text, beam_size=1, max_length=None, attention_level="word"):
         """A ``zoo.text.Alignment`` (source units, produced units, weights
@@ -385,6 +510,20 @@ class AttentionSeq2Seq(Seq2Seq):
 
     def get_config(self):
         return {**super().get_config(), "attention_units": self.attention_units}
+
+    def _encoder_multiply_adds(self, source_length):
+        e, u, a = self.embedding_dim, self.units, self.attention_units
+        bidirectional_gru = 2 * source_length * (e + u) * 3 * u
+        keys = source_length * 2 * u * a
+        return bidirectional_gru + keys + u * u  # and the bridge
+
+    def _step_multiply_adds(self, source_length):
+        e, u, a = self.embedding_dim, self.units, self.attention_units
+        attention = u * a + source_length * a + source_length * 2 * u  # query, scores, context
+        return attention + (e + 2 * u + u) * 3 * u  # and the GRU cell
+
+    def _output_features(self):
+        return self.units + 2 * self.units + self.embedding_dim
 
     def encode(self, source_ids, training=False):
         mask = ops.not_equal(source_ids, PAD_ID)
@@ -450,6 +589,15 @@ class BottleneckSeq2Seq(Seq2Seq):
         self.encoder.build((None, None, e))
         self.decoder.build((None, None, e))
         self.output_projection.build((None, u + e))
+
+    def _encoder_multiply_adds(self, source_length):
+        return source_length * (self.embedding_dim + self.units) * 4 * self.units
+
+    def _step_multiply_adds(self, source_length):
+        return (self.embedding_dim + self.units) * 4 * self.units
+
+    def _output_features(self):
+        return self.units + self.embedding_dim
 
     def encode(self, source_ids, training=False):
         mask = ops.not_equal(source_ids, PAD_ID)

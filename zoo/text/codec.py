@@ -72,9 +72,27 @@ def check_generation_arguments(length, temperature, seed):
             or not 0 <= length <= MAX_GENERATION_LENGTH):
         raise ValueError(f"length must be an integer from 0 to {MAX_GENERATION_LENGTH}; "
                          f"received {length!r}.")
-    if not isinstance(temperature, (int, float)) or not math.isfinite(temperature) or temperature < 0:
+    return (length, *check_temperature_and_seed(temperature, seed))
+
+
+def check_temperature_and_seed(temperature, seed):
+    """``(float temperature, seed)`` (a random seed for None), or a clear error."""
+    if (not isinstance(temperature, (int, float)) or isinstance(temperature, bool)
+            or not math.isfinite(temperature) or temperature < 0):
         raise ValueError(f"temperature must be a finite number >= 0; received {temperature!r}.")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)
                              or not 0 <= seed < 2**31):
         raise ValueError(f"seed must be an integer from 0 to 2**31 - 1 or None; received {seed!r}.")
-    return length, float(temperature), random.randrange(2**31) if seed is None else seed
+    return float(temperature), random.randrange(2**31) if seed is None else seed
+
+
+def check_sampling_filters(top_k, top_p):
+    """``(top_k, top_p)`` as the samplers take them (0 and 1.0: off) from None or a value,
+    or a clear error for a bad one."""
+    if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool)
+                              or top_k < 1):
+        raise ValueError(f"top_k must be a positive integer or None; received {top_k!r}.")
+    if top_p is not None and (not isinstance(top_p, (int, float)) or isinstance(top_p, bool)
+                              or not 0 < top_p <= 1):
+        raise ValueError(f"top_p must be a number in (0, 1] or None; received {top_p!r}.")
+    return (top_k or 0), (1.0 if top_p is None else float(top_p))

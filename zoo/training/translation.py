@@ -376,7 +376,8 @@ def preset_splits(name_or_directory, data_dir=None):
 
 def retune_decoding(directory, data_dir=None, printer=print):
     """Re-choose the length penalty of a trained preset on its validation split and
-    re-score its test split; the weights and the training record stay as they are."""
+    re-score its test split (after a change in decoding); the weights (their very
+    bytes) and the training record stay as they are."""
     task = preset_task(directory, data_dir, printer)
     splits = task.read_splits()
     metadata = presets.describe(directory)
@@ -389,8 +390,10 @@ def retune_decoding(directory, data_dir=None, printer=print):
         "command": f"zoo train {task.recipe.name} --retune-decoding",
         "length_penalties": list(LENGTH_PENALTIES),
     }
-    return shipping.ship(model, directory, metadata, lambda shipped: task.score(shipped, splits),
-                         task.card)
+    metadata.update(task.score(model, splits))
+    presets.rewrite_description(directory, metadata, task.card(metadata),
+                                config_changes={"length_penalty": model.length_penalty})
+    return Path(directory)
 
 
 def record_behaviour(directory, printer=print):
