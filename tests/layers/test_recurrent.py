@@ -70,6 +70,7 @@ def test_sequence_layer_matches_keras(case, mask_name, go_backwards, training, r
     _assert_matches_keras(case, mask_name, go_backwards, training, rng)
 
 
+@TENSORFLOW_ONLY  # the layouts are those of the TensorFlow kernels
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
 @pytest.mark.parametrize("mask_name", ["none", "right_padded", "arbitrary"])
 @pytest.mark.parametrize("go_backwards", [False, True])
