@@ -129,22 +129,24 @@ def test_translate_a_file_to_a_file_with_progress(toy_preset, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]  # no .partial
 
 
-def test_translate_n_best_with_scores(toy_preset):
-    result = _zoo("translate", toy_preset, "--beam", "3", "--n-best", "2", "我读了一本书。",
-                  "你好。")
-    assert result.returncode == 0, result.stderr
-    first, second = result.stdout.split("\n\n")
+def test_translate_n_best_with_scores(toy_preset, capsys):
+    from zoo.cli import main  # in this process: the subprocess tests above cover start-up
+
+    assert main(["translate", str(toy_preset), "--beam", "3", "--n-best", "2", "我读了一本书。",
+                 "你好。"]) == 0
+    first, second = capsys.readouterr().out.split("\n\n")
     lines = [line.split("\t") for line in first.splitlines()]
     assert [text for _, text in lines][0] == "I read a book." and len(lines) == 2
     assert float(lines[0][0]) >= float(lines[1][0])
     assert second.splitlines()[0].split("\t")[1] == "Hello."
-    result = _zoo("translate", toy_preset, "--beam", "2", "--n-best", "3", "你好。")
-    assert (result.returncode, result.stderr) == (
-        2, "zoo: error: --n-best must be at most --beam (2): a beam holds that many "
-           "hypotheses; received 3.\n")
+    assert main(["translate", str(toy_preset), "--beam", "2", "--n-best", "3", "你好。"]) == 2
+    assert capsys.readouterr().err == (
+        "zoo: error: --n-best must be at most --beam (2): a beam holds that many "
+        "hypotheses; received 3.\n")
 
 
-def test_translate_file_usage_errors(toy_preset, tmp_path):
+def test_translate_file_usage_errors(toy_preset, tmp_path, capsys):
+    from zoo.cli import main
     source = tmp_path / "in.txt"
     source.write_text("你好。\n", encoding="utf-8")
     for args, message in [
@@ -158,8 +160,8 @@ def test_translate_file_usage_errors(toy_preset, tmp_path):
         (["--n-best", "2"], "--n-best takes the texts on the command line (a file is "
                             "translated one line per line)."),
     ]:
-        result = _zoo("translate", toy_preset, *args)
-        assert (result.returncode, result.stderr) == (2, f"zoo: error: {message}\n")
+        assert main(["translate", str(toy_preset), *map(str, args)]) == 2
+        assert capsys.readouterr().err == f"zoo: error: {message}\n"
     assert source.read_text(encoding="utf-8") == "你好。\n"
 
 

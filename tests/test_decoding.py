@@ -183,7 +183,7 @@ def test_the_best_of_the_n_best_is_the_one_best():
     np.testing.assert_array_equal(n_best[:, 0], best)
 
 
-@hypothesis.settings(max_examples=15, deadline=None)
+@hypothesis.settings(max_examples=10, deadline=None)
 @hypothesis.given(seed=hypothesis.strategies.integers(0, 2**31 - 1),
                   beam_size=hypothesis.strategies.integers(1, 3),
                   alpha=hypothesis.strategies.sampled_from([0.0, 0.6, 1.5]))
