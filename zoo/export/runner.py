@@ -78,11 +78,8 @@ class TFLiteTranslator:
         ``KERAS_BACKEND=numpy`` is enough)."""
         texts = codec.text_list(texts)
         if sampling:
-            if beam_size != 1:
-                raise ValueError(f"sampling draws one translation token by token: beam_size "
-                                 f"must be 1 with sampling=True; received {beam_size!r}.")
-            temperature, seed = codec.check_temperature_and_seed(temperature, seed)
-            top_k, top_p = codec.check_sampling_filters(top_k, top_p)
+            temperature, seed, top_k, top_p = codec.check_translation_sampling(
+                beam_size, temperature, seed, top_k, top_p)
         translations = []
         for position, text in enumerate(texts):
             source_ids = self.encode(self.preprocessor.accepted_source(text, position))

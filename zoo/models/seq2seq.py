@@ -419,11 +419,7 @@ class Seq2Seq(keras.Model):
                                 return_attention, attention_level, check_outputs)
         drawing = None
         if sampling:
-            if beam_size != 1:
-                raise ValueError(f"sampling draws one translation token by token: beam_size "
-                                 f"must be 1 with sampling=True; received {beam_size!r}.")
-            drawing = (*codec.check_temperature_and_seed(temperature, seed),
-                       *codec.check_sampling_filters(top_k, top_p))
+            drawing = codec.check_translation_sampling(beam_size, temperature, seed, top_k, top_p)
         translations, attentions = [None] * len(texts), [None] * len(texts)
         for index, ids, attention, source_ids in self._decode(texts, beam_size, max_length,
                                                                batch_size, return_attention,

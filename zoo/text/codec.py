@@ -86,6 +86,15 @@ def check_temperature_and_seed(temperature, seed):
     return float(temperature), random.randrange(2**31) if seed is None else seed
 
 
+def check_translation_sampling(beam_size, temperature, seed, top_k, top_p):
+    """``(temperature, seed, top_k, top_p)`` for a translator that samples (every runtime's
+    ``translate(..., sampling=True)``), or a clear error."""
+    if beam_size != 1:
+        raise ValueError(f"sampling draws one translation token by token: beam_size must be "
+                         f"1 with sampling=True; received {beam_size!r}.")
+    return (*check_temperature_and_seed(temperature, seed), *check_sampling_filters(top_k, top_p))
+
+
 def check_sampling_filters(top_k, top_p):
     """``(top_k, top_p)`` as the samplers take them (0 and 1.0: off) from None or a value,
     or a clear error for a bad one."""
