@@ -87,3 +87,26 @@ def test_greedy_work_counts_each_sentence_to_its_end(toy_translators):
         f"({work['mean_steps']:.1f} decoder steps on average; matrix products); Keras at 500 "
         f"sentences/s computes {gflops:.1f} GFLOP/s, {gflops / 100:.0%} of this machine's "
         "matmul rate (100 GFLOP/s)"]
+
+
+def test_decoding_benchmark_needs_a_checkout_to_compare_with(tmp_path):
+    with pytest.raises(ValueError, match="--baseline must be a checkout of the zoo"):
+        benchmark.benchmark_decoding("gru_bahdanau_cmn_en", tmp_path)
+
+
+@pytest.mark.slow
+def test_decoding_benchmark_compares_two_processes_case_by_case():
+    """Against this very checkout: both sides translate, each case is timed on both."""
+    from pathlib import Path
+
+    checkout = Path(benchmark.__file__).resolve().parent.parent
+    lines = []
+    results = benchmark.benchmark_decoding("gru_bahdanau_cmn_en", checkout, batch=4,
+                                           latency_sentences=2, rounds=1, printer=lines.append)
+    assert [(c["beam_size"], c["batch"]) for c in results["cases"]] == [(1, 4), (5, 4), (1, 1),
+                                                                        (5, 1)]
+    for case in results["cases"]:
+        assert case["sentences_per_second"] > 0 and case["baseline_sentences_per_second"] > 0
+        assert case["ratio"] == pytest.approx(
+            case["sentences_per_second"] / case["baseline_sentences_per_second"])
+    assert lines[2].startswith("greedy, batch of 4")

@@ -72,8 +72,8 @@ def test_greedy_drops_finished_sentences_and_matches_the_fixed_batch():
                                            [A, A, A, END_ID, 0, 0],
                                            [A, END_ID, 0, 0, 0, 0]])
     assert rows_seen == [3, 2, 1, 1]  # a sentence leaves the batch after its [END]
-    fixed_tokens, fixed_attention = decoding._greedy_fixed_rows(
-        _countdown_step([]), state, 3, 6, 3, return_attention=True)
+    fixed_tokens, fixed_attention = decoding.decode(
+        _countdown_step([]), state, decoding.Greedy(), 3, 6, source_length=3)
     np.testing.assert_array_equal(tokens, fixed_tokens)
     # Attention rows of the steps a sentence took are the same; later ones are zero.
     np.testing.assert_array_equal(attention * (tokens[..., None] > 0),
@@ -201,11 +201,120 @@ def test_stopping_early_returns_what_running_to_the_end_returns(seed, beam_size,
                                         alpha=alpha, source_length=3)
 
     early = search()
-    with mock.patch.object(decoding, "_nth_best_settled",
+    with mock.patch.object(decoding.beam, "_nth_best_settled",
                            lambda finished, *_: tf.zeros(tf.shape(finished)[:1], tf.bool)):
         full = search()
     np.testing.assert_array_equal(early[0], full[0])
     np.testing.assert_allclose(early[1], full[1], rtol=1e-6)
+
+
+# -- the loop: dropping finished sentences, per-sentence limits, memory -------------------
+
+def _biased_markov_step(table, rng):
+    """A Markov step whose logits a sentence's memory shifts (``bias [N, VOCAB]``), so that
+    the sentences of a batch end at different steps, and the step number too (so that two
+    sequences with the same transitions do not tie); the state counts steps."""
+    markov = _markov_step(table)
+    by_step = tf.constant(rng.normal(0, 0.5, (20, VOCAB)), tf.float32)
+
+    def step(tokens, state, memory):
+        logits, new_state, attention = markov(tokens, state)
+        at_step = tf.gather(by_step, tf.cast(state["steps"][:, 0], tf.int32))
+        return logits + memory["bias"] + at_step, new_state, attention
+
+    return step
+
+
+def _random_table(rng):
+    return {previous: dict(zip(range(VOCAB), rng.dirichlet(np.full(VOCAB, 0.3))))
+            for previous in range(VOCAB)}
+
+
+STRATEGIES = {
+    "greedy": lambda: decoding.Greedy(),
+    "beam": lambda: decoding.Beam(3, num_hypotheses=2, alpha=0.6),
+    "sampling": lambda: decoding.Sampling(1.0, 5, top_k=4, top_p=0.9,
+                                          row_ids=tf.constant([10, 11, 12, 13])),
+}
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_batch_gives_what_each_sentence_gives_alone(strategy):
+    """On TensorFlow a batch drops its finished sentences from the loop; one sentence at a
+    time (a static batch of one) runs the fixed-rows loop of every other backend."""
+    rng = np.random.default_rng(3)
+    table = _random_table(rng)
+    bias = tf.constant(rng.normal(0, 2, (4, VOCAB)), tf.float32)
+    limits = tf.constant([9, 3, 9, 5])
+    step = _biased_markov_step(table, rng)
+
+    def run(rows):
+        chosen = STRATEGIES[strategy]()
+        if strategy == "sampling":
+            chosen.row_ids = tf.gather(chosen.row_ids, rows)
+        return decoding.decode(
+            step, {"steps": tf.zeros([len(rows), 1])}, chosen, len(rows),
+            9, source_length=3, max_lengths=tf.gather(limits, rows),
+            memory={"bias": tf.gather(bias, rows)})
+
+    batch = run([0, 1, 2, 3])
+    alone = [run([row]) for row in range(4)]
+    for output, part in enumerate(batch):
+        np.testing.assert_allclose(part, np.concatenate([a[output] for a in alone]), rtol=1e-6)
+    tokens = batch[0].numpy().reshape(4, -1, 9)
+    assert (tokens[1, :, 3:] == PAD_ID).all() and (tokens[3, :, 5:] == PAD_ID).all()
+
+
+def test_a_sentence_ends_at_its_own_limit():
+    loop = {START_ID: {A: 1.0}, A: {A: 1.0}}
+    state = {"steps": tf.zeros([2, 1])}
+    for search, kwargs in ((decoding.greedy_search, {}), (decoding.beam_search, {"beam_size": 2})):
+        tokens, _ = search(_markov_step(loop), state, 2, 5, source_length=3,
+                           max_lengths=tf.constant([2, 4]), **kwargs)
+        np.testing.assert_array_equal(tokens.numpy(), [[A, A, 0, 0, 0], [A, A, A, A, 0]])
+
+
+def test_a_tighter_limit_lets_beam_search_stop_sooner():
+    # [A, END] at once (0.9 * 0.9); the beams of B go on, each step 0.9 as likely. With
+    # alpha 1.5 the exact stop waits until no open beam could catch up at the longest
+    # length allowed: the nearer that is, the sooner.
+    table = {START_ID: {A: 0.9, B: 0.1}, A: {END_ID: 0.9, B: 0.1}, B: {B: 0.9, C: 0.1},
+             C: {END_ID: 1.0}}
+    markov = _markov_step(table)
+
+    def steps_taken(max_lengths):
+        calls = []
+
+        def counting_step(tokens, state):
+            calls.append(1)
+            return markov(tokens, state)
+
+        tokens, _ = decoding.beam_search(counting_step, {"steps": tf.zeros([1, 1])}, 1, 60,
+                                         beam_size=2, alpha=1.5, source_length=3,
+                                         max_lengths=max_lengths)
+        assert tokens.numpy()[0, :2].tolist() == [A, END_ID]
+        return len(calls)
+
+    # At most 8 tokens: B's best possible, -ln(0.1) / ((5 + 8) / 6) ** 1.5, is already lost.
+    assert steps_taken(tf.constant([8])) == 2
+    assert 8 < steps_taken(None) < 60
+
+
+def test_translation_limits_follow_the_source_length():
+    from zoo.models.seq2seq import output_limits
+
+    source_ids = tf.constant([[5, 6, 7, 0, 0], [5, 0, 0, 0, 0], [5] * 5])
+    np.testing.assert_array_equal(output_limits(source_ids, 18), [16, 12, 18])
+
+
+def test_a_language_model_prompt_starts_the_loop():
+    """``first_logits``: step 0's logits are given (a prompt already read); with
+    ``stop_at_end=False`` exactly ``max_length`` tokens are written, [END] or not."""
+    logits = tf.math.log(tf.constant([[0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]]) + 1e-9)
+    step = _markov_step({END_ID: {A: 1.0}, A: {END_ID: 1.0}})
+    tokens, _ = decoding.decode(step, {"steps": tf.zeros([1, 1])},
+                                decoding.Greedy(stop_at_end=False), 1, 4, first_logits=logits)
+    np.testing.assert_array_equal(tokens.numpy(), [[END_ID, A, END_ID, A]])
 
 
 # -- sampling --------------------------------------------------------------------------

@@ -7,6 +7,7 @@ slow moment of the machine hits both sides instead of one.
 
 import statistics
 import time
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -413,6 +414,119 @@ def _tutorial_functions(model, texts):
     cases = {case: (lambda steps=steps: decode(source_ids, steps))
              for case, steps in info["steps"].items()}
     return info, cases
+
+
+# -- decoding code against another checkout ----------------------------------------------------
+
+# Runs in a process of its own, importing zoo from the checkout named first: only calls
+# every version of the zoo has (load, translate), so that any commit can be measured.
+_DECODING_WORKER = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import zoo
+model = zoo.load(sys.argv[2])
+print(json.dumps({"zoo": zoo.__file__}), flush=True)
+texts = json.loads(sys.stdin.readline())
+for line in sys.stdin:
+    case = json.loads(line)
+    start = time.perf_counter()
+    for _ in range(case["calls"]):
+        model.translate(texts[case["texts"]], beam_size=case["beam_size"])
+    print(json.dumps({"seconds": time.perf_counter() - start}), flush=True)
+"""
+
+
+class _DecodingWorker:
+    """A process that translates with the zoo of ``checkout``; timed from inside it."""
+
+    def __init__(self, checkout, preset_directory, texts):
+        import json
+        import subprocess
+        import sys
+
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _DECODING_WORKER, str(checkout), str(preset_directory)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        imported = self._reply()["zoo"]
+        expected = Path(checkout).resolve() / "zoo"
+        if Path(imported).resolve().parent != expected:
+            self.close()
+            raise ValueError(f"--baseline {checkout}: its process imported zoo from {imported}, "
+                             f"not from {expected}.")
+        self._send(texts)
+
+    def _send(self, value):
+        import json
+
+        self._process.stdin.write(json.dumps(value, ensure_ascii=False) + "\n")
+        self._process.stdin.flush()
+
+    def _reply(self):
+        import json
+
+        line = self._process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the decoding worker stopped (exit status {self._process.wait()})")
+        return json.loads(line)
+
+    def seconds(self, texts, beam_size, calls):
+        self._send({"texts": texts, "beam_size": beam_size, "calls": calls})
+        return self._reply()["seconds"]
+
+    def close(self):
+        self._process.stdin.close()
+        self._process.wait()
+
+
+def benchmark_decoding(name, baseline, batch=64, latency_sentences=16, rounds=9, data_dir=None,
+                       printer=print):
+    """This checkout's decoding against ``baseline`` (another checkout of the zoo, e.g. a
+    ``git worktree`` of an earlier commit), the same preset weights for both: greedy and
+    beam 5, one batch of ``batch`` test sentences and one sentence per call, Keras
+    ``model.translate``. Each side runs in its own process, one call at a time, rounds
+    alternating; medians. Returns the sentences/s of each side and their ratios."""
+    from zoo import presets
+    from zoo.training import translation
+
+    baseline = Path(baseline)
+    if not (baseline / "zoo" / "__init__.py").is_file():
+        raise ValueError(f"--baseline must be a checkout of the zoo (a folder with "
+                         f"zoo/__init__.py); received {str(baseline)!r}.")
+    sources, _ = translation.preset_splits(name, data_dir)["test"]
+    stride = max(len(sources) // batch, 1)
+    texts = {"batch": sources[::stride][:batch]}
+    texts["one"] = texts["batch"][:1]
+    preset_directory = presets.resolve(name)
+    here = Path(__file__).resolve().parent.parent
+    workers = {"this checkout": _DecodingWorker(here, preset_directory, texts),
+               "baseline": _DecodingWorker(baseline, preset_directory, texts)}
+    cases = [("batch", beam, 1) for beam in (1, 5)] + [
+        ("one", beam, latency_sentences) for beam in (1, 5)]
+    try:
+        seconds = alternate({(side, case): (lambda w=worker, c=case: w.seconds(*c))
+                             for case in cases for side, worker in workers.items()},
+                            rounds, 1)
+    finally:
+        for worker in workers.values():
+            worker.close()
+    printer(f"zoo benchmark decoding {name}: this checkout against {baseline}, the same "
+            f"weights, Keras translate; medians of {rounds} alternating rounds (times measured "
+            "inside each process)")
+    printer(f"{'case':<28}{'this checkout':>15}{'baseline':>12}{'ratio':>8}")
+    results = {"preset": name, "baseline": str(baseline), "cases": []}
+    for texts_name, beam, calls in cases:
+        count = len(texts[texts_name]) * calls
+        speeds = {side: count / seconds[side, (texts_name, beam, calls)] for side in workers}
+        ratio = speeds["this checkout"] / speeds["baseline"]
+        label = (f"{'greedy' if beam == 1 else 'beam 5'}, "
+                 f"{'batch of ' + str(count) if texts_name == 'batch' else 'one per call'}")
+        printer(f"{label:<28}{speeds['this checkout']:>11.0f} s/s{speeds['baseline']:>8.0f} s/s"
+                f"{ratio:>8.2f}")
+        results["cases"].append({"beam_size": beam, "batch": len(texts[texts_name]),
+                                 "sentences_per_second": speeds["this checkout"],
+                                 "baseline_sentences_per_second": speeds["baseline"],
+                                 "ratio": ratio})
+    return results
 
 
 # -- serving under load ----------------------------------------------------------------------

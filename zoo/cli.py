@@ -50,6 +50,12 @@ def _command_benchmark(args):
         raise UsageError(f"zoo benchmark {args.what} needs a preset name.")
     elif args.what == "serve":
         results = benchmark.benchmark_serve(args.name, data_dir=args.data_dir, **requests)
+    elif args.what == "decoding":
+        if not args.baseline:
+            raise UsageError("zoo benchmark decoding needs --baseline CHECKOUT (another "
+                             "checkout of the zoo to compare with, e.g. a git worktree).")
+        results = benchmark.benchmark_decoding(args.name, args.baseline, data_dir=args.data_dir,
+                                               **rounds)
     else:
         results = benchmark.benchmark_translate(args.name, data_dir=args.data_dir, **rounds)
     if args.json:
@@ -402,14 +408,17 @@ def build_parser():
     experiment.set_defaults(run=_command_experiment)
 
     bench = commands.add_parser("benchmark", help="measure speed side by side, in one run")
-    bench.add_argument("what", choices=["layers", "translate", "serve"])
-    bench.add_argument("name", nargs="?", help="translate, serve: the preset to measure")
+    bench.add_argument("what", choices=["layers", "translate", "serve", "decoding"])
+    bench.add_argument("name", nargs="?", help="translate, serve, decoding: the preset to measure")
     bench.add_argument("--requests", type=int,
                        help="serve: requests per concurrency level (default 200)")
     bench.add_argument("--rounds", type=int,
-                       help="alternating rounds (default 7 for layers, 9 for translate)")
+                       help="alternating rounds (default 7 for layers, 9 otherwise)")
     bench.add_argument("--batch", type=int, help="layers: sequences per call (default 64)")
-    bench.add_argument("--data-dir", help="translate, serve: the data folder (test sentences)")
+    bench.add_argument("--baseline",
+                       help="decoding: another checkout of the zoo to compare with")
+    bench.add_argument("--data-dir",
+                       help="translate, serve, decoding: the data folder (test sentences)")
     bench.add_argument("--json", action="store_true", help="also print the results as JSON")
     bench.set_defaults(run=_command_benchmark)
     return parser

@@ -201,17 +201,14 @@ class CharLanguageModel(keras.Model):
         (``top_k`` 0 and ``top_p`` 1: no cut).
         """
         logits, states = self._prime(prompt_ids)
-        output = ops.zeros((1, length), "int32")
+        strategy = decoding.Sampling(temperature, seed, top_k, top_p, stop_at_end=False)
+        tokens, _ = decoding.decode(self._step_without_attention, states, strategy, 1, length,
+                                    first_logits=logits)
+        return tokens
 
-        def body(position, logits, states, output):
-            token, logits, states = self._sample_and_step(
-                logits, states, temperature, seed, position, top_k, top_p)
-            return position + 1, logits, states, decoding.write_token(output, position, token)
-
-        *_, output = ops.while_loop(
-            lambda position, *_: position < length, body,
-            (ops.convert_to_tensor(0, "int32"), logits, states, output))
-        return output
+    def _step_without_attention(self, token_ids, states):
+        # The step function decoding expects: (logits, states, attention).
+        return (*self.step(token_ids, states), None)
 
     def _prime(self, prompt_ids):
         logits, states = self.run(prompt_ids)

@@ -35,6 +35,20 @@ from zoo.text.vocabulary import PAD_ID
 _TRACING = threading.Lock()
 
 
+# A translation has at most 2 * (source tokens) + 10 tokens ([END] included), and at
+# most max_length: no pair of the training splits needs more (their largest excess over
+# twice the source is 8 tokens), as in fairseq's max_len_a * source + max_len_b. The
+# limit is what lets beam search stop early (decoding.Beam): its exact stop bounds an
+# open hypothesis by the length penalty of the longest it may become.
+OUTPUT_LENGTH_FACTOR, OUTPUT_LENGTH_SLACK = 2, 10
+
+
+def output_limits(source_ids, max_length):
+    """``[B]`` int32: the most tokens each sentence's translation may have."""
+    source_lengths = ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "int32"), axis=1)
+    return ops.minimum(OUTPUT_LENGTH_FACTOR * source_lengths + OUTPUT_LENGTH_SLACK, max_length)
+
+
 def _pad_for_compilation(source_ids):
     """JAX compiles a search once per input shape: padding the source to a multiple of
     8 positions bounds the shapes it sees (the padding is masked, so the numbers are
@@ -233,16 +247,16 @@ class Seq2Seq(keras.Model):
         # A static batch size (TFLite traces at batch 1) keeps the loop shapes static.
         batch = source_ids.shape[0] or ops.shape(source_ids)[0]
         source_length = ops.shape(source_ids)[1]
+        max_lengths = output_limits(source_ids, max_length)
+        step, state, memory = self._step_function(source_ids)
+        strategy = decoding.Greedy() if greedy else decoding.Beam(beam_size,
+                                                                  alpha=self.length_penalty)
+        tokens, *rest, attention = decoding.decode(
+            step, state, strategy, batch, max_length, source_length, return_attention,
+            max_lengths=max_lengths, memory=memory)
         if greedy:
-            step, state = self._step_over_state(source_ids)
-            return decoding.greedy_search(
-                step, state, batch, max_length, source_length, return_attention=return_attention
-            )
-        step, state = self._step_over_memory(source_ids, beam_size)
-        return decoding.beam_search(
-            step, state, batch, max_length, beam_size, alpha=self.length_penalty,
-            source_length=source_length, return_attention=return_attention,
-        )
+            return tokens, attention
+        return tokens[:, 0], (None if attention is None else attention[:, 0])
 
     def generate_hypotheses(self, source_ids, beam_size, num_hypotheses, max_length=None,
                             return_attention=False):
@@ -250,59 +264,49 @@ class Seq2Seq(keras.Model):
 
         Returns ``(tokens [B, n, max_length] int32, scores [B, n], attention [B, n,
         max_length, S] or None)``; a score is the log-probability divided by the length
-        penalty, what the beam ranks by (``decoding.beam_hypotheses``).
+        penalty, what the beam ranks by (``decoding.Beam``).
         """
         max_length = max_length or self.max_output_length
         batch = source_ids.shape[0] or ops.shape(source_ids)[0]
-        step, state = self._step_over_memory(source_ids, beam_size)
-        return decoding.beam_hypotheses(
-            step, state, batch, max_length, beam_size, num_hypotheses, alpha=self.length_penalty,
-            source_length=ops.shape(source_ids)[1], return_attention=return_attention)
+        step, state, memory = self._step_function(source_ids)
+        return decoding.decode(
+            step, state, decoding.Beam(beam_size, num_hypotheses, self.length_penalty), batch,
+            max_length, ops.shape(source_ids)[1], return_attention,
+            max_lengths=output_limits(source_ids, max_length), memory=memory)
 
     def generate_samples(self, source_ids, temperature, seed, top_k=0, top_p=1.0, row_ids=None,
                          max_length=None, return_attention=False, uniforms=None):
-        """Translations drawn token by token (``decoding.sampling_search``; ``top_k`` 0 and
+        """Translations drawn token by token (``decoding.Sampling``; ``top_k`` 0 and
         ``top_p`` 1: no cut; ``uniforms [max_length, B]``: the random numbers fed in),
         graph-friendly; returns what ``generate_ids`` returns."""
         max_length = max_length or self.max_output_length
         batch = source_ids.shape[0] or ops.shape(source_ids)[0]
-        step, state = self._step_over_state(source_ids)
-        return decoding.sampling_search(
-            step, state, batch, max_length, temperature, seed, top_k, top_p, row_ids,
-            source_length=ops.shape(source_ids)[1], return_attention=return_attention,
-            uniforms=uniforms)
+        step, state, memory = self._step_function(source_ids)
+        strategy = decoding.Sampling(temperature, seed, top_k, top_p, row_ids, uniforms)
+        return decoding.decode(step, state, strategy, batch, max_length,
+                               ops.shape(source_ids)[1], return_attention,
+                               max_lengths=output_limits(source_ids, max_length), memory=memory)
 
-    def _step_over_state(self, source_ids):
-        """A step function over the whole decoder state, memory included (greedy
-        search gathers the rows of the sentences still decoding), and that state."""
+    def _step_function(self, source_ids):
+        """The decoding step function, its state and its memory (``zoo.decoding``).
+
+        The state is what changes at each step (``recurrent_state``); the encoder's
+        outputs (attention memory, keys, mask), the same at every step and for every
+        beam of a sentence, are the memory: beam search does not reorder them.
+        """
         # Transposed once per search, not per step: a matmul with the transpose inside
         # the loop was measured 1.6x slower at 64 rows and 4.8x at 5 rows (a beam).
         output_kernel = ops.transpose(self.target_embedding.embeddings)
+        encoded = self.encode(source_ids, training=False)
+        state = {k: encoded[k] for k in self.recurrent_state}
+        memory = {k: v for k, v in encoded.items() if k not in state}
 
-        def step(tokens, state):
-            return self.decode_step(tokens, state, output_kernel)
+        def step(tokens, state, memory):
+            logits, new_state, attention = self.decode_step(tokens, {**memory, **state},
+                                                            output_kernel)
+            return logits, {k: new_state[k] for k in self.recurrent_state}, attention
 
-        return step, self.encode(source_ids, training=False)
-
-    def _step_over_memory(self, source_ids, beam_size):
-        """A step function over the recurrent state alone, and that state.
-
-        The encoder's outputs (attention memory, keys, mask) are the same for every
-        step and every beam of a sentence: the step function closes over them
-        (repeated once per beam) instead of carrying them through the loop, where
-        beam search would reorder them at every step for nothing.
-        """
-        step_over_state, state = self._step_over_state(source_ids)
-        recurrent = {k: state[k] for k in self.recurrent_state}
-        memory = {
-            k: ops.repeat(v, beam_size, axis=0) for k, v in state.items() if k not in recurrent
-        }
-
-        def step(tokens, recurrent):
-            logits, state, attention = step_over_state(tokens, {**memory, **recurrent})
-            return logits, {k: state[k] for k in self.recurrent_state}, attention
-
-        return step, recurrent
+        return step, state, memory
 
     def _search(self, beam_size, max_length, return_attention, num_hypotheses=None,
                 sampling=False):

@@ -1,0 +1,173 @@
+"""Beam search with a pool of finished hypotheses, and GNMT length normalisation."""
+
+import keras
+from keras import ops
+
+from zoo.decoding.loop import decode, write_row, write_token
+from zoo.text.vocabulary import END_ID
+
+_NEG_INF = -1e9  # finite, so that scores never become NaN
+
+
+def length_penalty(lengths, alpha):
+    """GNMT length normalisation (Wu et al. 2016): ((5 + |Y|) / 6) ** alpha."""
+    return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, alpha)
+
+
+class Beam:
+    """Beam search with GNMT length normalisation of the final scores (``alpha >= 0``).
+
+    ``beam_size`` open hypotheses are extended at every step (the step function sees
+    each sentence's K beams on consecutive rows); of the ``2 * beam_size`` best
+    extensions, those that end (``[END]``) join a pool of the ``beam_size`` best
+    finished hypotheses, ranked by normalised score, and the best ``beam_size`` that do
+    not end stay open (as in fairseq and tensor2tensor: a finished hypothesis is never
+    pushed out by open ones). The search is done when no open hypothesis can still
+    reach the ``num_hypotheses`` best finished (``_nth_best_settled``): exact, and
+    quick when each sentence's most tokens (``max_lengths``) are close to what it
+    needs. A hypothesis that reaches its sentence's most tokens ends there, scored as it
+    is; at ``max_length`` open hypotheses compete with the finished ones as they are.
+
+    Returns ``(tokens [B, n, max_length] int32, scores [B, n], attention [B, n,
+    max_length, S] or None)``, best first; a score is the hypothesis' log-probability
+    divided by ``length_penalty(its length, alpha)``. ``beam_size`` and
+    ``num_hypotheses`` (at most ``beam_size``) may be scalar tensors on TensorFlow.
+    """
+
+    def __init__(self, beam_size, num_hypotheses=1, alpha=0.6):
+        self.rows_per_sentence = beam_size
+        self.num_hypotheses, self.alpha = num_hypotheses, alpha
+
+    def expand(self, state):
+        return keras.tree.map_structure(
+            lambda s: ops.repeat(s, self.rows_per_sentence, axis=0), state)
+
+    def initial(self, batch_size, max_length, history_shape, max_lengths):
+        k = self.rows_per_sentence
+        # At the first step the K beams are copies: only the first one may be extended.
+        first_only = ops.where(ops.equal(ops.arange(k, dtype="int32"), 0), 0.0, _NEG_INF)
+        search = {
+            "alive_tokens": ops.zeros((batch_size, k, max_length), "int32"),
+            "alive_scores": ops.tile(ops.expand_dims(first_only, 0), (batch_size, 1)),
+            "finished_tokens": ops.zeros((batch_size, k, max_length), "int32"),
+            "finished_scores": ops.full((batch_size, k), _NEG_INF, "float32"),
+            "max_lengths": max_lengths,
+        }
+        if history_shape is not None:
+            search["alive_history"] = ops.zeros((batch_size, k, *history_shape), "float32")
+            search["finished_history"] = ops.zeros((batch_size, k, *history_shape), "float32")
+        return search
+
+    def advance(self, t, logits, attention, search):
+        """Step ``t``'s extensions: the tokens the open beams feed the next step, the new
+        open beams and finished pool, and the rows of the state the open beams continue."""
+        k, doubled = self.rows_per_sentence, 2 * self.rows_per_sentence
+        batch_size = ops.shape(search["alive_scores"])[0]
+        batch_offsets = ops.expand_dims(ops.arange(batch_size, dtype="int32") * k, 1)  # [B, 1]
+        log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+        vocab_size = ops.shape(log_probs)[-1]
+        candidates = ops.expand_dims(search["alive_scores"], -1) + ops.reshape(
+            log_probs, (batch_size, k, vocab_size))
+        scores, flat_index = ops.top_k(ops.reshape(candidates, (batch_size, -1)), doubled)
+        flat_index = ops.cast(flat_index, "int32")
+        parent = ops.floor_divide(flat_index, vocab_size)  # [B, 2K]
+        token = ops.mod(flat_index, vocab_size)
+        parent_rows = ops.reshape(parent + batch_offsets, (-1,))
+        # The 2K extensions, each with its parent's past.
+        extended = {"tokens": write_token(
+            _take_beams(search["alive_tokens"], parent_rows, batch_size, doubled), t, token)}
+        if "alive_history" in search:
+            rows = ops.reshape(_take_rows(attention, parent_rows), (batch_size, doubled, -1))
+            extended["history"] = write_row(
+                _take_beams(search["alive_history"], parent_rows, batch_size, doubled), t, rows)
+        # A hypothesis ends with [END], or at its sentence's last allowed token.
+        at_limit = ops.expand_dims(t + 1 >= search["max_lengths"], -1)
+        ends = ops.logical_or(ops.equal(token, END_ID), at_limit)
+
+        open_scores, open_pick = ops.top_k(ops.where(ends, _NEG_INF, scores), k)
+        open_pick = ops.cast(open_pick, "int32")
+        ended = ops.where(ends, scores / length_penalty(t + 1, self.alpha), _NEG_INF)
+        pool_scores, pool_pick = ops.top_k(
+            ops.concatenate([search["finished_scores"], ended], axis=1), k)
+        pool_pick = ops.cast(pool_pick, "int32")
+        advanced = {"alive_scores": open_scores, "finished_scores": pool_scores,
+                    "max_lengths": search["max_lengths"]}
+        for name, values in extended.items():
+            advanced["alive_" + name] = _pick(values, open_pick, batch_size)
+            advanced["finished_" + name] = _pick(
+                ops.concatenate([search["finished_" + name], values], axis=1), pool_pick,
+                batch_size)
+        open_rows = ops.reshape(_pick(parent, open_pick, batch_size) + batch_offsets, (-1,))
+        next_tokens = ops.reshape(_pick(ops.expand_dims(token, -1), open_pick, batch_size), (-1,))
+        return next_tokens, advanced, open_rows
+
+    def finished(self, search):
+        longest = length_penalty(search["max_lengths"], self.alpha)
+        return _nth_best_settled(search["finished_scores"], search["alive_scores"], longest,
+                                 self.num_hypotheses)
+
+    def result(self, search, steps):
+        # Open hypotheses (at max_length, or ones that can no longer win) compete as they are.
+        open_scores = search["alive_scores"] / length_penalty(steps, self.alpha)
+        scores, pick = ops.top_k(ops.concatenate([search["finished_scores"], open_scores], axis=1),
+                                 self.num_hypotheses)
+        pick = ops.cast(pick, "int32")
+        batch_size = ops.shape(scores)[0]
+
+        def best(name):
+            both = ops.concatenate([search["finished_" + name], search["alive_" + name]], axis=1)
+            return _pick(both, pick, batch_size)
+
+        return best("tokens"), scores, best("history") if "alive_history" in search else None
+
+
+def beam_hypotheses(step_fn, state, batch_size, max_length, beam_size, num_hypotheses=1,
+                    alpha=0.6, source_length=None, return_attention=True, max_lengths=None):
+    """``decode`` with ``Beam``: the ``num_hypotheses`` best, with their scores."""
+    return decode(step_fn, state, Beam(beam_size, num_hypotheses, alpha), batch_size,
+                  max_length, source_length, return_attention, max_lengths=max_lengths)
+
+
+def beam_search(step_fn, state, batch_size, max_length, beam_size, alpha=0.6,
+                source_length=None, return_attention=True, max_lengths=None):
+    """The best hypothesis of ``beam_hypotheses``: ``(tokens [B, max_length] int32,
+    attention [B, max_length, S] or None)``."""
+    tokens, _, attention = beam_hypotheses(step_fn, state, batch_size, max_length, beam_size,
+                                           1, alpha, source_length, return_attention,
+                                           max_lengths)
+    return tokens[:, 0], (None if attention is None else attention[:, 0])
+
+
+def _nth_best_settled(finished_scores, alive_scores, longest_penalty, num_hypotheses):
+    """Per sentence: can no open hypothesis reach the ``num_hypotheses`` best finished?
+
+    Log-probabilities only fall as a hypothesis grows, and its length penalty grows at
+    most to that of its sentence's most tokens (for ``alpha >= 0``): an open hypothesis
+    can end with at best ``score / longest_penalty`` (``[B]``, the penalty of that
+    length). Once the n-th best finished score is at least that, more steps cannot
+    change the n returned, so the search stops instead of letting open beams wander to
+    the limit. The tighter the limit, the sooner: with a length penalty of 1.5 and 64
+    tokens at most, an open score has to fall 39 times below the finished one.
+    """
+    nth_finished = ops.top_k(finished_scores, num_hypotheses)[0][:, -1]
+    best_possible = ops.max(alive_scores, axis=-1) / longest_penalty
+    return nth_finished >= best_possible
+
+
+def _take_rows(tensor, rows):
+    return ops.take(tensor, rows, axis=0)
+
+
+def _take_beams(tensor, rows, batch_size, beam_size):
+    """``tensor [B, K', ...]`` -> ``[B, beam_size, ...]``: the flat rows ``rows``
+    (``[B * beam_size]``, indices into the flattened ``[B * K', ...]``)."""
+    inner = ops.shape(tensor)[2:]
+    flat = ops.reshape(tensor, (-1, *inner))
+    return ops.reshape(_take_rows(flat, rows), (batch_size, beam_size, *inner))
+
+
+def _pick(tensor, positions, batch_size):
+    """``tensor [B, M, ...]`` at ``positions [B, P]`` along its second axis."""
+    width, picked = ops.shape(tensor)[1], ops.shape(positions)[1]
+    offsets = ops.expand_dims(ops.arange(batch_size, dtype="int32") * width, 1)
+    return _take_beams(tensor, ops.reshape(positions + offsets, (-1,)), batch_size, picked)

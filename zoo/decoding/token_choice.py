@@ -1,0 +1,97 @@
+"""Strategies that choose each sentence's next token on its own: ``Greedy`` (the most
+probable) and ``Sampling`` (drawn by ``sample``)."""
+
+from keras import ops
+
+from zoo.decoding.loop import decode, write_row, write_token
+from zoo.decoding.sampling import argmax, sample
+from zoo.text.vocabulary import END_ID, PAD_ID
+
+
+class Greedy:
+    """The most probable token at every step. A sentence is finished once it has
+    produced ``[END]`` or reached its most tokens (only the latter with
+    ``stop_at_end=False``: a language model writes exactly ``max_length`` tokens); in
+    the fixed-rows loop it goes on being fed and is given ``[PAD]``.
+
+    Returns ``(tokens [B, max_length] int32, attention [B, max_length, S] or None)``.
+    """
+
+    rows_per_sentence = 1
+
+    def __init__(self, stop_at_end=True):
+        self.stop_at_end = stop_at_end
+
+    def choose(self, t, logits, search):
+        return argmax(logits)
+
+    def expand(self, state):
+        return state
+
+    def initial(self, batch_size, max_length, history_shape, max_lengths):
+        search = {"tokens": ops.zeros((batch_size, max_length), "int32"),
+                  "finished": ops.zeros((batch_size,), "bool"), "max_lengths": max_lengths}
+        if history_shape is not None:
+            search["history"] = ops.zeros((batch_size, *history_shape), "float32")
+        return search
+
+    def advance(self, t, logits, attention, search):
+        tokens = ops.where(search["finished"], PAD_ID, self.choose(t, logits, search))
+        finished = ops.logical_or(search["finished"], t + 1 >= search["max_lengths"])
+        if self.stop_at_end:
+            finished = ops.logical_or(finished, ops.equal(tokens, END_ID))
+        advanced = {**search, "tokens": write_token(search["tokens"], t, tokens),
+                    "finished": finished}
+        if "history" in search:
+            advanced["history"] = write_row(search["history"], t, attention)
+        return tokens, advanced, None
+
+    def finished(self, search):
+        return search["finished"]
+
+    def result(self, search, steps):
+        return search["tokens"], search.get("history")
+
+
+class Sampling(Greedy):
+    """Each token drawn by ``sample`` (``temperature``, ``top_k``, ``top_p``) with the
+    random numbers of (``seed``, step, row): ``row_ids [B]`` names each row (default
+    0..B-1), so that a sentence's draws do not depend on the batch it is in; or, given
+    ``uniforms [max_length, B]``, with those. ``top_k=1`` is greedy."""
+
+    def __init__(self, temperature, seed, top_k=0, top_p=1.0, row_ids=None, uniforms=None,
+                 stop_at_end=True):
+        super().__init__(stop_at_end)
+        self.temperature, self.seed, self.top_k, self.top_p = temperature, seed, top_k, top_p
+        self.row_ids, self.uniforms = row_ids, uniforms
+
+    def initial(self, batch_size, max_length, history_shape, max_lengths):
+        # Kept per sentence in the search, so that they follow a sentence's row.
+        search = super().initial(batch_size, max_length, history_shape, max_lengths)
+        search["row_ids"] = (ops.arange(batch_size, dtype="int32") if self.row_ids is None
+                             else ops.cast(self.row_ids, "int32"))
+        if self.uniforms is not None:
+            search["uniforms"] = ops.transpose(self.uniforms)  # [B, max_length]
+        return search
+
+    def choose(self, t, logits, search):
+        uniform = None if self.uniforms is None else ops.take(search["uniforms"], t, axis=1)
+        return sample(logits, self.temperature, self.seed, t, self.top_k, self.top_p,
+                      search["row_ids"], uniform)
+
+
+def greedy_search(step_fn, state, batch_size, max_length, source_length=None,
+                  return_attention=True, max_lengths=None):
+    """``decode`` with ``Greedy``: ``(tokens [B, max_length] int32, attention [B,
+    max_length, S] or None)``."""
+    return decode(step_fn, state, Greedy(), batch_size, max_length, source_length,
+                  return_attention, max_lengths=max_lengths)
+
+
+def sampling_search(step_fn, state, batch_size, max_length, temperature, seed, top_k=0,
+                    top_p=1.0, row_ids=None, source_length=None, return_attention=True,
+                    uniforms=None, max_lengths=None):
+    """``decode`` with ``Sampling``; returns what ``greedy_search`` returns."""
+    strategy = Sampling(temperature, seed, top_k, top_p, row_ids, uniforms)
+    return decode(step_fn, state, strategy, batch_size, max_length, source_length,
+                  return_attention, max_lengths=max_lengths)
