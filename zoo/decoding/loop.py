@@ -65,7 +65,9 @@ def decode(step_fn, state, strategy, batch_size, max_length, source_length=None,
     model's prompt, already read), it starts from those, with ``state`` the state after
     them. ``source_length`` (S) is needed only when the step function returns attention;
     ``return_attention=False`` skips collecting it. ``max_lengths [B]`` (default: all
-    ``max_length``) ends each sentence at its own length. Returns ``strategy.result``.
+    ``max_length``) ends each sentence at its own length. ``memory``: a nest the step
+    function reads and never changes, one row per sentence (expanded to the strategy's
+    rows, never reordered). Returns ``strategy.result``.
     """
     if memory is None:  # an empty nest: the loops carry the same structure either way
         step_fn, memory = _without_memory(step_fn), {}
