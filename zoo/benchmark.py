@@ -5,7 +5,10 @@ contenders round by round (zoo, Keras, zoo, Keras, ...) and reports medians: a
 slow moment of the machine hits both sides instead of one.
 """
 
+import json
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -440,10 +443,6 @@ class _DecodingWorker:
     """A process that translates with the zoo of ``checkout``; timed from inside it."""
 
     def __init__(self, checkout, preset_directory, texts):
-        import json
-        import subprocess
-        import sys
-
         self._process = subprocess.Popen(
             [sys.executable, "-c", _DECODING_WORKER, str(checkout), str(preset_directory)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -456,14 +455,10 @@ class _DecodingWorker:
         self._send(texts)
 
     def _send(self, value):
-        import json
-
         self._process.stdin.write(json.dumps(value, ensure_ascii=False) + "\n")
         self._process.stdin.flush()
 
     def _reply(self):
-        import json
-
         line = self._process.stdout.readline()
         if not line:
             raise RuntimeError(f"the decoding worker stopped (exit status {self._process.wait()})")

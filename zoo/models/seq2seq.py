@@ -242,20 +242,10 @@ class Seq2Seq(keras.Model):
         Returns ``(tokens [B, max_length] int32, attention [B, max_length, S] or None)``;
         a translation ends at its first ``[END]`` and is padded with ``[PAD]`` after it.
         """
-        max_length = max_length or self.max_output_length
-        greedy = isinstance(beam_size, int) and beam_size == 1
-        # A static batch size (TFLite traces at batch 1) keeps the loop shapes static.
-        batch = source_ids.shape[0] or ops.shape(source_ids)[0]
-        source_length = ops.shape(source_ids)[1]
-        max_lengths = output_limits(source_ids, max_length)
-        step, state, memory = self._step_function(source_ids)
-        strategy = decoding.Greedy() if greedy else decoding.Beam(beam_size,
-                                                                  alpha=self.length_penalty)
-        tokens, *rest, attention = decoding.decode(
-            step, state, strategy, batch, max_length, source_length, return_attention,
-            max_lengths=max_lengths, memory=memory)
-        if greedy:
-            return tokens, attention
+        if isinstance(beam_size, int) and beam_size == 1:
+            return self._decode_with(decoding.Greedy(), source_ids, max_length, return_attention)
+        tokens, _, attention = self._decode_with(decoding.Beam(beam_size, 1, self.length_penalty),
+                                                 source_ids, max_length, return_attention)
         return tokens[:, 0], (None if attention is None else attention[:, 0])
 
     def generate_hypotheses(self, source_ids, beam_size, num_hypotheses, max_length=None,
@@ -266,26 +256,26 @@ class Seq2Seq(keras.Model):
         max_length, S] or None)``; a score is the log-probability divided by the length
         penalty, what the beam ranks by (``decoding.Beam``).
         """
-        max_length = max_length or self.max_output_length
-        batch = source_ids.shape[0] or ops.shape(source_ids)[0]
-        step, state, memory = self._step_function(source_ids)
-        return decoding.decode(
-            step, state, decoding.Beam(beam_size, num_hypotheses, self.length_penalty), batch,
-            max_length, ops.shape(source_ids)[1], return_attention,
-            max_lengths=output_limits(source_ids, max_length), memory=memory)
+        return self._decode_with(decoding.Beam(beam_size, num_hypotheses, self.length_penalty),
+                                 source_ids, max_length, return_attention)
 
     def generate_samples(self, source_ids, temperature, seed, top_k=0, top_p=1.0, row_ids=None,
                          max_length=None, return_attention=False, uniforms=None):
         """Translations drawn token by token (``decoding.Sampling``; ``top_k`` 0 and
         ``top_p`` 1: no cut; ``uniforms [max_length, B]``: the random numbers fed in),
         graph-friendly; returns what ``generate_ids`` returns."""
+        strategy = decoding.Sampling(temperature, seed, top_k, top_p, row_ids, uniforms)
+        return self._decode_with(strategy, source_ids, max_length, return_attention)
+
+    def _decode_with(self, strategy, source_ids, max_length, return_attention):
+        """``decoding.decode`` with ``strategy`` over the decoder, for these sources."""
         max_length = max_length or self.max_output_length
+        # A static batch size (TFLite traces at batch 1) keeps the loop shapes static.
         batch = source_ids.shape[0] or ops.shape(source_ids)[0]
         step, state, memory = self._step_function(source_ids)
-        strategy = decoding.Sampling(temperature, seed, top_k, top_p, row_ids, uniforms)
-        return decoding.decode(step, state, strategy, batch, max_length,
-                               ops.shape(source_ids)[1], return_attention,
-                               max_lengths=output_limits(source_ids, max_length), memory=memory)
+        return decoding.decode(step, state, strategy, batch, max_length, ops.shape(source_ids)[1],
+                               return_attention, max_lengths=output_limits(source_ids, max_length),
+                               memory=memory)
 
     def _step_function(self, source_ids):
         """The decoding step function, its state and its memory (``zoo.decoding``).
