@@ -317,6 +317,29 @@ def test_a_language_model_prompt_starts_the_loop():
     np.testing.assert_array_equal(tokens.numpy(), [[END_ID, A, END_ID, A]])
 
 
+@pytest.mark.parametrize("strategy", ["greedy", "sampling"])
+def test_decoding_step_by_step_yields_what_the_loop_returns(strategy):
+    """``decode_stepwise`` (a text shown as it is written; the TFLite runner) drives the
+    loop's own step from Python: the same tokens, one step at a time, and it stops where
+    the loop stops (every sentence finished), the step function compiled or not."""
+    rng = np.random.default_rng(5)
+    step = _markov_step(_random_table(rng))
+    state = {"steps": tf.zeros([3, 1])}
+
+    def chosen():
+        return (decoding.Greedy() if strategy == "greedy"
+                else decoding.Sampling(0.9, 11, top_k=5, top_p=0.95))
+
+    tokens, _ = decoding.decode(step, state, chosen(), 3, 12, return_attention=False)
+    expected = tokens.numpy()
+    for step_fn in (step, tf.function(step)):
+        steps = np.stack(list(decoding.decode_stepwise(step_fn, state, chosen(), 3, 12)), axis=1)
+        ends = (expected == END_ID).any(axis=1)
+        assert steps.shape[1] == (np.argmax(expected == END_ID, axis=1).max() + 1
+                                  if ends.all() else 12)
+        np.testing.assert_array_equal(steps, expected[:, : steps.shape[1]])
+
+
 # -- sampling --------------------------------------------------------------------------
 
 # One row, six tokens with probabilities known in advance.

@@ -15,7 +15,9 @@ until all sentences are finished. With a static batch of one, every loop shape i
 static: that is what converts to TFLite builtin ops. On TensorFlow, with a batch that is
 not a static 1, the same loop drops each sentence's rows once it is finished
 (``tf.while_loop`` allows shapes that change): the later steps compute only for the
-sentences still open. Tested to give the same results.
+sentences still open. Tested to give the same results. ``decode_stepwise`` drives the
+same step from Python, yielding each step's tokens: a language model's text shown as it
+is written, and the TFLite runner, whose step function is an interpreter call.
 
 The strategy interface (duck-typed)::
 
@@ -69,6 +71,75 @@ def decode(step_fn, state, strategy, batch_size, max_length, source_length=None,
     function reads and never changes, one row per sentence (expanded to the strategy's
     rows, never reordered). Returns ``strategy.result``.
     """
+    step, tokens, search, state, memory = _first_step(
+        step_fn, state, strategy, batch_size, max_length, source_length, return_attention,
+        first_logits, max_lengths, memory)
+    static_one = isinstance(batch_size, int) and batch_size == 1
+    if backend.is_tensorflow() and not static_one:
+        return _decode_dropping_finished(step, strategy, max_length, batch_size, tokens, search,
+                                         state, memory)
+
+    def body(t, tokens, search, state):
+        return t + 1, *step(t, tokens, search, state, memory)
+
+    steps, _, search, _ = ops.while_loop(
+        lambda t, tokens, search, state: ops.logical_and(
+            t < max_length, ops.logical_not(ops.all(strategy.finished(search)))),
+        body,
+        (int_tensor(1), tokens, search, state),
+    )
+    return strategy.result(search, steps)
+
+
+def decode_stepwise(step_fn, state, strategy, batch_size, max_length, first_logits=None,
+                    compiled_step=None):
+    """``decode``'s loop driven from Python: yields each step's tokens ``[N]`` (a numpy
+    array) as soon as they are chosen, until ``strategy`` says every sentence is finished
+    or ``max_length`` steps. For a text shown as it is written, and for a step function
+    that is no graph (a TFLite interpreter's signature).
+
+    ``compiled_step``: what ``loop_step(step_fn, strategy)`` computes, compiled (called
+    with and returning numpy arrays); without it the strategy's choice runs eagerly,
+    which costs tens of milliseconds a step on TensorFlow.
+    """
+    step, tokens, search, state, memory = _first_step(
+        step_fn, state, strategy, batch_size, max_length, None, False, first_logits, None, None)
+    step = compiled_step or step
+    yield ops.convert_to_numpy(tokens)
+    for t in range(1, max_length):
+        if ops.convert_to_numpy(ops.all(strategy.finished(search))):
+            return
+        tokens, search, state = step(int_tensor(t), tokens, search, state, memory)
+        yield ops.convert_to_numpy(tokens)
+
+
+def loop_step(step_fn, strategy, keep_attention=False):
+    """The loop's step, whatever drives the loop: ``step(t, tokens, search, state,
+    memory) -> (tokens, search, state)`` runs ``step_fn`` on step ``t - 1``'s tokens and
+    lets ``strategy`` choose step ``t``'s (``keep_attention``: its attention goes to the
+    strategy)."""
+
+    def step(t, tokens, search, state, memory):
+        logits, state, attention = step_fn(tokens, state, memory)
+        return _advance(strategy, keep_attention, t, logits, attention, search, state)
+
+    return step
+
+
+def _advance(strategy, keep_attention, t, logits, attention, search, state):
+    tokens, search, parent_rows = strategy.advance(
+        t, logits, attention if keep_attention else None, search)
+    if parent_rows is not None:
+        state = _take(state, parent_rows)
+    return tokens, search, state
+
+
+def _first_step(step_fn, state, strategy, batch_size, max_length, source_length,
+                return_attention, first_logits, max_lengths, memory):
+    """Step 0 (``[START]``, or the prompt's ``first_logits``) and the loop's step.
+
+    Returns ``(loop_step(...), tokens, search, state, memory)`` after step 0.
+    """
     if memory is None:  # an empty nest: the loops carry the same structure either way
         step_fn, memory = _without_memory(step_fn), {}
     if first_logits is None:
@@ -84,31 +155,9 @@ def decode(step_fn, state, strategy, batch_size, max_length, source_length=None,
     search = strategy.initial(batch_size, max_length,
                               (max_length, source_length) if keep_attention else None,
                               ops.cast(max_lengths, "int32"))
-
-    def advance(t, logits, attention, search, state):
-        tokens, search, parent_rows = strategy.advance(
-            t, logits, attention if keep_attention else None, search)
-        if parent_rows is not None:
-            state = _take(state, parent_rows)
-        return tokens, search, state
-
-    tokens, search, state = advance(int_tensor(0), logits, attention, search, state)
-    static_one = isinstance(batch_size, int) and batch_size == 1
-    if backend.is_tensorflow() and not static_one:
-        return _decode_dropping_finished(step_fn, strategy, max_length, batch_size, tokens,
-                                         search, state, memory, advance)
-
-    def body(t, tokens, search, state):
-        logits, state, attention = step_fn(tokens, state, memory)
-        return t + 1, *advance(t, logits, attention, search, state)
-
-    steps, _, search, _ = ops.while_loop(
-        lambda t, tokens, search, state: ops.logical_and(
-            t < max_length, ops.logical_not(ops.all(strategy.finished(search)))),
-        body,
-        (int_tensor(1), tokens, search, state),
-    )
-    return strategy.result(search, steps)
+    tokens, search, state = _advance(strategy, keep_attention, int_tensor(0), logits, attention,
+                                     search, state)
+    return loop_step(step_fn, strategy, keep_attention), tokens, search, state, memory
 
 
 def _without_memory(step_fn):
@@ -122,13 +171,17 @@ def _take(nest, rows):
     return keras.tree.map_structure(lambda tensor: ops.take(tensor, rows, axis=0), nest)
 
 
-def _decode_dropping_finished(step_fn, strategy, max_length, batch_size, tokens, search, state,
-                              memory, advance):
+def _decode_dropping_finished(step, strategy, max_length, batch_size, tokens, search, state,
+                              memory):
     """``decode``'s loop on TensorFlow, from step 1, for the open sentences only.
 
-    ``sentences`` holds the batch positions of the open sentences; their results are
-    written into full-batch outputs when they finish (and at ``max_length``). Rows are
-    gathered out only on a step where some sentence finished.
+    Two nested loops: the inner one steps the open sentences until one of them is
+    finished (or ``max_length``); the outer one then writes the finished sentences'
+    results into full-batch outputs and gathers them out (``sentences``: the batch
+    positions still open). The inner loop carries only what changes at every step and
+    reads ``memory`` as a loop constant: a per-step ``tf.cond`` and the loop variables
+    that change only when a sentence finishes cost every step a few dozen graph ops,
+    which is what one sentence at a time is bound by.
     """
     import tensorflow as tf
 
@@ -137,35 +190,37 @@ def _decode_dropping_finished(step_fn, strategy, max_length, batch_size, tokens,
     first_results = strategy.result(search, 1)
     outputs = {i: tf.zeros_like(r) for i, r in enumerate(first_results) if r is not None}
 
-    def keep_open(t, sentences, tokens, search, state, memory, outputs):
-        finished = tf.logical_or(strategy.finished(search), t + 1 >= max_length)
+    def until_one_finishes(t, tokens, search, state, memory):
+        def body(t, tokens, search, state):
+            return (t + 1, *step(t, tokens, search, state, memory))
 
-        def drop():
-            done = tf.cast(tf.reshape(tf.where(finished), [-1]), tf.int32)
-            results = strategy.result(_take(search, done), t + 1)
-            where = tf.expand_dims(tf.gather(sentences, done), 1)
-            written = {i: tf.tensor_scatter_nd_update(o, where, results[i])
-                       for i, o in outputs.items()}
-            open_sentences = tf.cast(tf.reshape(tf.where(tf.logical_not(finished)), [-1]),
-                                     tf.int32)
-            rows = tf.reshape(tf.expand_dims(open_sentences, 1) * rows_per_sentence
-                              + tf.range(rows_per_sentence), [-1])
-            return (tf.gather(sentences, open_sentences), tf.gather(tokens, rows),
-                    _take(search, open_sentences), _take(state, rows), _take(memory, rows),
-                    written)
+        def none_finished(t, tokens, search, state):
+            return tf.logical_and(t < max_length,
+                                  tf.logical_not(tf.reduce_any(strategy.finished(search))))
 
-        return tf.cond(tf.reduce_any(finished), drop,
-                       lambda: (sentences, tokens, search, state, memory, outputs))
+        return tf.while_loop(none_finished, body, (t, tokens, search, state))
+
+    def drop_finished(steps, sentences, tokens, search, state, memory, outputs):
+        finished = tf.logical_or(strategy.finished(search), steps >= max_length)
+        done = tf.cast(tf.reshape(tf.where(finished), [-1]), tf.int32)
+        results = strategy.result(_take(search, done), steps)
+        where = tf.expand_dims(tf.gather(sentences, done), 1)
+        outputs = {i: tf.tensor_scatter_nd_update(o, where, results[i])
+                   for i, o in outputs.items()}
+        open_sentences = tf.cast(tf.reshape(tf.where(tf.logical_not(finished)), [-1]), tf.int32)
+        rows = tf.reshape(tf.expand_dims(open_sentences, 1) * rows_per_sentence
+                          + tf.range(rows_per_sentence), [-1])
+        return (tf.gather(sentences, open_sentences), tf.gather(tokens, rows),
+                _take(search, open_sentences), _take(state, rows), _take(memory, rows), outputs)
 
     def body(t, sentences, tokens, search, state, memory, outputs):
-        logits, state, attention = step_fn(tokens, state, memory)
-        tokens, search, state = advance(t, logits, attention, search, state)
-        return (t + 1, *keep_open(t, sentences, tokens, search, state, memory, outputs))
+        t, tokens, search, state = until_one_finishes(t, tokens, search, state, memory)
+        return (t, *drop_finished(t, sentences, tokens, search, state, memory, outputs))
 
     any_first = (lambda nest: tf.nest.map_structure(
         lambda x: tf.TensorShape([None]).concatenate(x.shape[1:]), nest))
-    loop_vars = (int_tensor(1), *keep_open(int_tensor(0), tf.range(batch_size), tokens, search,
-                                           state, memory, outputs))
+    loop_vars = (int_tensor(1), *drop_finished(int_tensor(1), tf.range(batch_size), tokens,
+                                                search, state, memory, outputs))
     invariants = (tf.TensorShape([]), *[any_first(v) for v in loop_vars[1:6]],
                   {i: o.shape for i, o in outputs.items()})
     *_, outputs = tf.while_loop(lambda t, sentences, *_: tf.size(sentences) > 0, body,

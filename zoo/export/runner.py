@@ -105,8 +105,9 @@ class TFLiteLanguageModel:
     top_k, top_p)``.
 
     The file holds one step of the network; this runner feeds the prompt through it,
-    then samples each next character with ``zoo.decoding.sample`` (a phone app would
-    port its few integer operations): the same seed gives the Keras model's text.
+    then runs the Keras model's generation loop over it (``zoo.decoding.decode_stepwise``,
+    sampling with ``zoo.decoding.sample``; a phone app would port its few integer
+    operations): the same seed gives the Keras model's text.
     Sampling uses Keras on any backend; without TensorFlow, JAX or PyTorch installed,
     ``KERAS_BACKEND=numpy`` is enough.
     """
@@ -121,8 +122,6 @@ class TFLiteLanguageModel:
         return result["logits"][0], result["states"]
 
     def generate(self, prompt, length, temperature=1.0, seed=None, top_k=None, top_p=None):
-        import keras
-
         from zoo import decoding
 
         length, temperature, seed = codec.check_generation_arguments(length, temperature, seed)
@@ -131,13 +130,18 @@ class TFLiteLanguageModel:
         states = np.zeros(self.config["states"], np.float32)
         for token in prompt_ids:
             logits, states = self.step(token, states)
-        text = []
-        for position in range(length):
-            token = int(keras.ops.convert_to_numpy(
-                decoding.sample(logits[None], temperature, seed, position, top_k, top_p))[0])
-            text.append(self.preprocessor.characters[token])
-            logits, states = self.step(token, states)
-        return "".join(text)
+        strategy = decoding.Sampling(temperature, seed, top_k, top_p, stop_at_end=False)
+        steps = decoding.decode_stepwise(self._decoding_step, states, strategy, 1, length,
+                                         first_logits=logits[None])
+        return "".join(self.preprocessor.characters[int(tokens[0])] for tokens in steps)
+
+    def _decoding_step(self, tokens, states):
+        # The step function zoo.decoding drives: Keras tensors in, (logits, states, None) out.
+        import keras
+
+        logits, states = self.step(int(keras.ops.convert_to_numpy(tokens)[0]),
+                                   keras.ops.convert_to_numpy(states))
+        return logits[None], states, None
 
 
 class TFLiteClassifier:

@@ -175,18 +175,21 @@ class CharLanguageModel(keras.Model):
 
     # -- generation ------------------------------------------------------------------------------
     def stream(self, prompt, length, temperature=1.0, seed=None, top_k=None, top_p=None):
-        """Yield ``length`` generated characters one at a time (after the prompt)."""
+        """Yield ``length`` generated characters one at a time (after the prompt): the
+        loop of ``generate_ids``, driven from Python (``decoding.decode_stepwise``)."""
         length, temperature, seed = codec.check_generation_arguments(length, temperature, seed)
         top_k, top_p = codec.check_sampling_filters(top_k, top_p)
         preprocessor = self._require_preprocessor()
         prompt_ids = np.asarray([preprocessor.encode(codec.prompt_text(prompt))], np.int32)
         logits, states = self._function("prime", self._prime)(prompt_ids)
-        step = self._function("step", self._sample_and_step)
-        for position in range(length):
-            token, logits, states = step(logits, states, np.float32(temperature),
-                                         np.int32(seed), np.int32(position), np.int32(top_k),
-                                         np.float32(top_p))
-            yield preprocessor.characters[int(token[0])]
+        strategy = decoding.Sampling(temperature, seed, top_k, top_p, stop_at_end=False)
+        # Compiled once, with the sampling arguments as inputs: a new seed traces nothing.
+        compiled = self._function("stream_step", self._stream_step)
+        arguments = (np.float32(temperature), np.int32(seed), np.int32(top_k), np.float32(top_p))
+        for tokens in decoding.decode_stepwise(
+                self._step_without_attention, states, strategy, 1, length, first_logits=logits,
+                compiled_step=lambda *loop_values: compiled(*loop_values, *arguments)):
+            yield preprocessor.characters[int(tokens[0])]
 
     def generate(self, prompt, length, temperature=1.0, seed=None, top_k=None, top_p=None):
         """``length`` characters that follow ``prompt``, sampled at ``temperature``
@@ -206,18 +209,18 @@ class CharLanguageModel(keras.Model):
                                     first_logits=logits)
         return tokens
 
-    def _step_without_attention(self, token_ids, states):
-        # The step function decoding expects: (logits, states, attention).
+    def _step_without_attention(self, token_ids, states, memory=None):
+        # The step function decoding expects: (logits, states, attention); no memory.
         return (*self.step(token_ids, states), None)
 
     def _prime(self, prompt_ids):
         logits, states = self.run(prompt_ids)
         return logits[:, -1], states
 
-    def _sample_and_step(self, logits, states, temperature, seed, position, top_k, top_p):
-        token = decoding.sample(logits, temperature, seed, position, top_k, top_p)
-        logits, states = self.step(token, states)
-        return token, logits, states
+    def _stream_step(self, t, tokens, search, states, memory, temperature, seed, top_k, top_p):
+        strategy = decoding.Sampling(temperature, seed, top_k, top_p, stop_at_end=False)
+        return decoding.loop_step(self._step_without_attention, strategy)(t, tokens, search,
+                                                                         states, memory)
 
     def _function(self, name, python_function):
         # Compiled once per model; kept out of Keras attribute tracking (not model state).
