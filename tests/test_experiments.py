@@ -95,12 +95,54 @@ def test_experiment_command_writes_figures_and_numbers(tmp_path, capsys):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "2 figures and alignments.json written" in capsys.readouterr().out
     assert main(["experiment", "nope", "--out", str(tmp_path)]) == 2
-    assert "Unknown experiment 'nope'; known: alignments, bottleneck, gradients, memory" in \
-        capsys.readouterr().err
+    assert ("Unknown experiment 'nope'; known: alignments, bottleneck, gradients, memory, "
+            "units") in capsys.readouterr().err
+
+
+PASSAGE = "ROMEO:\nHe is. Go!\n\nKING HENRY VI:\nAy me:\n"
+
+
+def test_units_features_on_a_hand_made_passage():
+    features = _load("units").text_features(PASSAGE)
+    assert set(features) == set(_load("units").FEATURES)
+    for values in features.values():
+        assert values.shape == (len(PASSAGE),)
+    expected = {  # per character of PASSAGE
+        "position_in_line": [*range(6), 0, *range(10), 0, 0, *range(14), 0, *range(6), 0],
+        # The capitals lines ending with ':', their newline included; not "Ay me:".
+        "speaker_line": [1] * 7 + [0] * 12 + [1] * 15 + [0] * 7,
+        "after_newline": [1] + [0] * 6 + [1] + [0] * 10 + [1, 1] + [0] * 14 + [1] + [0] * 6,
+        "inside_word": [1] * 5 + [0, 0] + [1, 1, 0, 1, 1, 0, 0, 1, 1, 0, 0, 0] + [1] * 4 + [0]
+        + [1] * 5 + [0] + [1, 1, 0, 0] + [1, 1, 0, 1, 1, 0, 0],
+        "end_of_sentence": [0] * 12 + [1, 0, 0, 0, 1] + [0] * 24,
+    }
+    for name, values in expected.items():
+        np.testing.assert_array_equal(features[name], values, err_msg=name)
+
+
+def test_units_passages_cut_after_blank_lines_and_cover_the_text():
+    units = _load("units")
+    pieces = units.passages(PASSAGE * 5, most=45)
+    assert "".join(pieces) == PASSAGE * 5
+    assert all(len(p) <= 45 for p in pieces)
+    assert all(p.endswith("\n\n") for p in pieces[:-1])
+
+
+def test_units_best_unit_is_the_one_that_tracks_the_feature(rng):
+    units = _load("units")
+    feature = (rng.random(200) > 0.5).astype(np.float32)
+    hidden = {"lstm_0": rng.normal(size=(200, 8)), "lstm_1": rng.normal(size=(200, 8))}
+    hidden["lstm_1"][:, 5] = -0.8 * feature + 0.05 * rng.normal(size=200)
+    np.testing.assert_allclose(units.correlations(feature[:, None] * [1.0, -2.0], feature),
+                               [1.0, -1.0], atol=1e-12)
+    best = units.best_units(hidden, {"word": feature})["word"]
+    assert (best["layer"], best["unit"]) == ("lstm_1", 5) and best["correlation"] < -0.99
+    # A feature that never changes correlates with nothing (not NaN).
+    assert units.best_units(hidden, {"flat": np.ones(200)})["flat"]["correlation"] == 0.0
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["memory", "gradients", "bottleneck"])
+@pytest.mark.parametrize("name", ["memory", "gradients", "bottleneck", "units"])
 def test_quick_experiments_run_end_to_end(name, tmp_path):
     results = experiment.run(name, tmp_path, quick=True, printer=lambda *_: None)
     saved = json.loads((tmp_path / f"{name}.json").read_text())

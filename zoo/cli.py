@@ -218,6 +218,35 @@ def _command_attention(args):
     return 0
 
 
+def _command_inspect(args):
+    import zoo
+    from zoo import plots
+
+    if args.units < 1:
+        raise UsageError(f"--units must be a positive number of units; got {args.units}.")
+    model = zoo.load(args.name)
+    if not hasattr(model, "inspect"):
+        raise UsageError(f"{args.name!r} has no recurrent layers to inspect (a "
+                         f"{zoo.describe(args.name).get('task', 'other')} model).")
+    result = model.inspect(args.text)
+    # Each trace with the tokens along its steps: a translator's encoder reads the source
+    # pieces, its decoder the produced ones.
+    traces = {t["name"]: (t, result["tokens"]) for t in result.get("layers", [])}
+    traces.update({t["name"]: (t, result.get("source_tokens")) for t in result.get("encoder", [])})
+    traces.update({t["name"]: (t, result.get("target_tokens")) for t in result.get("decoder", [])})
+    name = args.layer or next(iter(traces))
+    if name not in traces:
+        raise UsageError(f"{args.name} has no layer {name!r}; its layers: {', '.join(traces)}.")
+    trace, tokens = traces[name]
+    plots.gates_heatmap(trace, tokens, args.out, units=args.units, pick=args.pick,
+                        title=f"{args.name}: {args.text!r:.80}")
+    if "translation" in result:
+        print(result["translation"])
+    print(f"{name}: states and gates of {len(tokens)} steps written to {args.out} "
+          f"(layers: {', '.join(traces)})")
+    return 0
+
+
 def _command_evaluate(args):
     import zoo
     from zoo.training import driver
@@ -332,6 +361,19 @@ def build_parser():
                            help="draw the subword pieces the model reads and writes "
                                 "(default: words)")
     attention.set_defaults(run=_command_attention)
+
+    inspecting = commands.add_parser(
+        "inspect", help="plot a recurrent layer's states and gates over a text")
+    inspecting.add_argument("name")
+    inspecting.add_argument("text")
+    inspecting.add_argument("--out", required=True, help="PNG file to write")
+    inspecting.add_argument("--layer", help="the layer to draw (default: the first; "
+                            "e.g. lstm_1, encoder/backward, decoder)")
+    inspecting.add_argument("--units", type=int, default=32, help="units to draw (default 32)")
+    inspecting.add_argument("--pick", choices=("varying", "first"), default="varying",
+                            help="which units: those whose state varies most over the text "
+                            "(default) or the first ones")
+    inspecting.set_defaults(run=_command_inspect)
 
     generate = commands.add_parser("generate", help="generate text with a language model")
     generate.add_argument("name")

@@ -11,6 +11,15 @@ Every cell splits its step in two halves:
 ``call(x_t, states)`` is the two halves composed, so a cell is also a plain Keras
 RNN cell (``keras.layers.RNN(zoo.layers.LSTMCell(8))`` works).
 
+The equations of a step are written once, in the gate functions below
+(``simple_rnn_gates``, ``lstm_gates``, ``gru_reset_after_gates``,
+``gru_reset_before_gates``): each returns the new states and the gate activations.
+``recurrent_step`` (and so ``call``), the TensorFlow fast kernels of
+``zoo.layers.sequence_kernels`` and ``model.inspect`` (``zoo.inspection``) all run
+them. They use ``keras.ops`` and operators only, so they work on every backend's
+tensors and on plain ``tf.Tensor``s inside the kernels' graphs; ``axis`` is the axis
+the gates are concatenated along (-1 here; 0 in the kernels' feature-major layout).
+
 Weights have the names, shapes and gate order of the Keras cells of the same name,
 so ``ours.set_weights(keras_cell.get_weights())`` gives the same function.
 """
@@ -21,6 +30,65 @@ from keras import activations, constraints, initializers, ops, regularizers
 # Keras' own mixin: it creates one dropout mask per sequence and caches it for all
 # steps, and keras.layers.RNN resets it between batches only for cells that have it.
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
+
+
+def simple_rnn_gates(pre_activation, activation):
+    """The vanilla RNN step, ``h_t = activation(x_t W + b + h_{t-1} U)``, from the
+    pre-activation; it has no gates. Returns ``([h_t], {})``."""
+    h = pre_activation if activation is None else activation(pre_activation)
+    return [h], {}
+
+
+def lstm_gates(pre_activation, c_prev, activation, recurrent_activation, axis=-1):
+    """The LSTM step from ``x_t W + b + h_{t-1} U`` (gates i, f, c~, o along ``axis``).
+
+    Returns ``([h_t, c_t], {"i", "f", "c~", "o"})``.
+    """
+    z_i, z_f, z_c, z_o = ops.split(pre_activation, 4, axis=axis)
+    i = recurrent_activation(z_i)
+    f = recurrent_activation(z_f)
+    o = recurrent_activation(z_o)
+    candidate = activation(z_c)
+    c = f * c_prev + i * candidate
+    h = o * activation(c)
+    return [h, c], {"i": i, "f": f, "c~": candidate, "o": o}
+
+
+def gru_reset_after_gates(projected, recurrent, h_prev, activation, recurrent_activation,
+                          axis=-1):
+    """The reset-after GRU step from ``x_t W + b`` and ``h_{t-1} U + b'`` (z, r, h along
+    ``axis``).
+
+    Returns ``([h_t], {"z", "r", "n", "recurrent_n"})``: n is the candidate state and
+    ``recurrent_n`` its recurrent half ``U_h h_{t-1} + b'_h``, which the fast kernel's
+    backward pass keeps.
+    """
+    x_z, x_r, x_h = ops.split(projected, 3, axis=axis)
+    rec_z, rec_r, rec_h = ops.split(recurrent, 3, axis=axis)
+    z = recurrent_activation(x_z + rec_z)
+    r = recurrent_activation(x_r + rec_r)
+    n = activation(x_h + r * rec_h)
+    h = z * h_prev + (1 - z) * n
+    return [h], {"z": z, "r": r, "n": n, "recurrent_n": rec_h}
+
+
+def gru_reset_before_gates(projected, recurrent_zr, h_prev, recurrent_input, candidate_product,
+                           activation, recurrent_activation, axis=-1):
+    """The reset-before GRU step (Cho et al. 2014) from ``x_t W + b`` (z, r, h along
+    ``axis``) and ``h_{t-1} U_zr`` (z, r).
+
+    ``recurrent_input`` is ``h_{t-1}`` as the recurrent products read it (after
+    recurrent dropout); ``candidate_product(v)`` is ``v U_h``: the reset gate acts
+    between the two products, so the step needs the second one.
+    Returns ``([h_t], {"z", "r", "n"})``, n the candidate state.
+    """
+    x_z, x_r, x_h = ops.split(projected, 3, axis=axis)
+    rec_z, rec_r = ops.split(recurrent_zr, 2, axis=axis)
+    z = recurrent_activation(x_z + rec_z)
+    r = recurrent_activation(x_r + rec_r)
+    n = activation(x_h + candidate_product(r * recurrent_input))
+    h = z * h_prev + (1 - z) * n
+    return [h], {"z": z, "r": r, "n": n}
 
 
 def _dropout_mask_like(mask, inputs):
@@ -141,6 +209,16 @@ class _RecurrentCell(keras.layers.Layer, DropoutRNNCell):
         return h_tm1
 
     def recurrent_step(self, projected_inputs, states, training=False):
+        """``(h_t, new states)`` from ``x_t W + b`` and the states, as ``call``."""
+        new_states, _ = self.step_with_gates(projected_inputs, states, training=training)
+        if isinstance(states, (list, tuple)):
+            return new_states[0], new_states
+        return new_states[0], new_states[0]
+
+    def step_with_gates(self, projected_inputs, states, training=False):
+        """``(new states [h_t, ...], gate activations by name)``: the step itself, which
+        ``recurrent_step`` runs; ``gate_names`` lists the gates a model's
+        ``inspect`` reports."""
         raise NotImplementedError
 
     def _standard_activations(self):
@@ -193,10 +271,6 @@ def _single_state(states):
     return states[0] if isinstance(states, (list, tuple)) else states
 
 
-def _same_structure(states, new_state):
-    return [new_state] if isinstance(states, (list, tuple)) else new_state
-
-
 @keras.saving.register_keras_serializable(package="zoo")
 class SimpleRNNCell(_RecurrentCell):
     """The vanilla (Elman) recurrent cell, one time step.
@@ -221,14 +295,14 @@ class SimpleRNNCell(_RecurrentCell):
     """
 
     fused_kind = "simple_rnn"
+    kind = "rnn"
+    state_names, gate_names = ("h",), ()
 
-    def recurrent_step(self, projected_inputs, states, training=False):
-        h_tm1 = _single_state(states)
-        recurrent_input = self._dropped_recurrent_input(h_tm1, training)
-        h = projected_inputs + ops.matmul(recurrent_input, self.recurrent_kernel)
-        if self.activation is not None:
-            h = self.activation(h)
-        return h, _same_structure(states, h)
+    def step_with_gates(self, projected_inputs, states, training=False):
+        recurrent_input = self._dropped_recurrent_input(_single_state(states), training)
+        return simple_rnn_gates(
+            projected_inputs + ops.matmul(recurrent_input, self.recurrent_kernel),
+            self.activation)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -262,6 +336,8 @@ class LSTMCell(_RecurrentCell):
 
     num_gates = 4
     fused_kind = "lstm"
+    kind = "lstm"
+    state_names, gate_names = ("h", "c"), ("i", "f", "c~", "o")
 
     def __init__(self, units, recurrent_activation="sigmoid", unit_forget_bias=True, **kwargs):
         super().__init__(units, **kwargs)
@@ -285,17 +361,12 @@ class LSTMCell(_RecurrentCell):
 
         return forget_gate_ones
 
-    def recurrent_step(self, projected_inputs, states, training=False):
+    def step_with_gates(self, projected_inputs, states, training=False):
         h_tm1, c_tm1 = states[0], states[1]
         recurrent_input = self._dropped_recurrent_input(h_tm1, training)
-        z = projected_inputs + ops.matmul(recurrent_input, self.recurrent_kernel)
-        z_i, z_f, z_c, z_o = ops.split(z, 4, axis=-1)
-        i = self.recurrent_activation(z_i)
-        f = self.recurrent_activation(z_f)
-        o = self.recurrent_activation(z_o)
-        c = f * c_tm1 + i * self.activation(z_c)
-        h = o * self.activation(c)
-        return h, [h, c]
+        return lstm_gates(
+            projected_inputs + ops.matmul(recurrent_input, self.recurrent_kernel),
+            c_tm1, self.activation, self.recurrent_activation)
 
     def get_config(self):
         return {
@@ -333,6 +404,8 @@ class GRUCell(_RecurrentCell):
     """
 
     num_gates = 3
+    kind = "gru"
+    state_names, gate_names = ("h",), ("z", "r", "n")
 
     def __init__(self, units, recurrent_activation="sigmoid", reset_after=True, **kwargs):
         super().__init__(units, **kwargs)
@@ -352,29 +425,24 @@ class GRUCell(_RecurrentCell):
             return "gru_reset_after", (self.bias[1] if self.use_bias else None)
         return "gru_reset_before", None
 
-    def recurrent_step(self, projected_inputs, states, training=False):
+    def step_with_gates(self, projected_inputs, states, training=False):
         h_tm1 = _single_state(states)
         recurrent_input = self._dropped_recurrent_input(h_tm1, training)
-        x_z, x_r, x_h = ops.split(projected_inputs, 3, axis=-1)
-        units = self.units
+        nonlinearities = (self.activation, self.recurrent_activation)
         if self.reset_after:
             recurrent = ops.matmul(recurrent_input, self.recurrent_kernel)
             if self.use_bias:
                 recurrent = recurrent + self.bias[1]
-            rec_z, rec_r, rec_h = ops.split(recurrent, 3, axis=-1)
-            z = self.recurrent_activation(x_z + rec_z)
-            r = self.recurrent_activation(x_r + rec_r)
-            candidate = self.activation(x_h + r * rec_h)
-        else:
-            recurrent = ops.matmul(recurrent_input, self.recurrent_kernel[:, : 2 * units])
-            rec_z, rec_r = ops.split(recurrent, 2, axis=-1)
-            z = self.recurrent_activation(x_z + rec_z)
-            r = self.recurrent_activation(x_r + rec_r)
-            candidate = self.activation(
-                x_h + ops.matmul(r * recurrent_input, self.recurrent_kernel[:, 2 * units :])
-            )
-        h = z * h_tm1 + (1 - z) * candidate
-        return h, _same_structure(states, h)
+            return gru_reset_after_gates(projected_inputs, recurrent, h_tm1, *nonlinearities)
+        units = self.units
+        return gru_reset_before_gates(
+            projected_inputs,
+            ops.matmul(recurrent_input, self.recurrent_kernel[:, : 2 * units]),
+            h_tm1,
+            recurrent_input,
+            lambda reset_input: ops.matmul(reset_input, self.recurrent_kernel[:, 2 * units :]),
+            *nonlinearities,
+        )
 
     def get_config(self):
         return {

@@ -13,19 +13,25 @@ Inputs are time-major: ``projected`` is ``x_t W + b`` for every step,
 ``[time, batch, gates * units]``; ``mask`` is ``[time, batch]`` boolean or None.
 Masked steps follow Keras: the state is carried over unchanged, and the output is
 the previous output (or zeros when ``zero_output_for_mask``).
+
+The forward steps run the cells' gate functions (``zoo.layers.cells.lstm_gates`` and
+the others), the same equations as ``call``, with ``tf.tanh``/``tf.sigmoid`` and the
+layout's axis; only the backward steps are written here.
 """
 
 import tensorflow as tf
 
-from zoo.layers import kernel_choice
+from zoo.layers import cells, kernel_choice
 
 
 class BatchMajor:
     """States ``[batch, units]``; ``h U`` is ``matmul(h, U)`` (training path)."""
 
+    axis = -1  # the gates' axis
+
     @staticmethod
     def split(tensor, parts):
-        return tf.split(tensor, parts, axis=-1)
+        return tf.split(tensor, parts, axis=BatchMajor.axis)
 
     @staticmethod
     def recurrent(state, weight):
@@ -48,9 +54,8 @@ class FeatureMajor:
     which is what the step-by-step loop is bound by. Used by the inference path.
     """
 
-    @staticmethod
-    def split(tensor, parts):
-        return tf.split(tensor, parts, axis=0)
+    axis = 0
+
 
     @staticmethod
     def recurrent(state, weight_t):
@@ -70,17 +75,29 @@ class _Kernel:
 
     gates = 1  # blocks of ``units`` columns in the kernels
     states = 1
-    saved_gates = 0  # gate activations per step kept for the backward pass, in units
+    # What the backward pass keeps of each step: these of the gate function's
+    # activations, in this order.
+    saved_gate_names = ()
     separate_recurrent_gradient = False  # True when dL/d(h U) differs from dL/d(x W)
+
+    @property
+    def saved_gates(self):
+        """Activations kept per step for the backward pass, in units."""
+        return len(self.saved_gate_names)
+
+    def forward(self, projected_t, states, weights, layout=BatchMajor):
+        """``(new states, saved activations)`` of one step: the gate function's states
+        and the activations named in ``saved_gate_names``."""
+        new_states, gates = self.step(projected_t, states, weights, layout)
+        return new_states, [gates[name] for name in self.saved_gate_names]
 
 
 class _SimpleRNNKernel(_Kernel):
     """h_t = tanh(p_t + h_{t-1} U)."""
 
-
-    def forward(self, projected_t, states, weights, layout=BatchMajor):
-        h = tf.tanh(projected_t + layout.recurrent(states[0], weights["kernel"]))
-        return [h], []
+    def step(self, projected_t, states, weights, layout):
+        return cells.simple_rnn_gates(
+            projected_t + layout.recurrent(states[0], weights["kernel"]), tf.tanh)
 
     def backward(self, d_states, saved, states_in, states_out, weights):
         h = states_out[0]
@@ -95,17 +112,12 @@ class _LSTMKernel(_Kernel):
     """i, f, g, o from p_t + h_{t-1} U; c_t = f c_{t-1} + i g; h_t = o tanh(c_t)."""
 
     gates, states = 4, 2
-    saved_gates = 4  # i, f, g, o
+    saved_gate_names = ("i", "f", "c~", "o")
 
-    def forward(self, projected_t, states, weights, layout=BatchMajor):
+    def step(self, projected_t, states, weights, layout):
         h_prev, c_prev = states
-        z_i, z_f, z_c, z_o = layout.split(
-            projected_t + layout.recurrent(h_prev, weights["kernel"]), 4)
-        i, f, o = tf.sigmoid(z_i), tf.sigmoid(z_f), tf.sigmoid(z_o)
-        g = tf.tanh(z_c)
-        c = f * c_prev + i * g
-        h = o * tf.tanh(c)
-        return [h, c], [i, f, g, o]
+        return cells.lstm_gates(projected_t + layout.recurrent(h_prev, weights["kernel"]),
+                                c_prev, tf.tanh, tf.sigmoid, axis=layout.axis)
 
     def backward(self, d_states, saved, states_in, states_out, weights):
         d_h, d_c = d_states
@@ -131,19 +143,14 @@ class _GRUResetAfterKernel(_Kernel):
     """r_t applied to h_{t-1} U + b' (the cuDNN-compatible GRU)."""
 
     gates = 3
-    saved_gates = 4  # z, r, n and the recurrent half of n
+    saved_gate_names = ("z", "r", "n", "recurrent_n")
     separate_recurrent_gradient = True
 
-    def forward(self, projected_t, states, weights, layout=BatchMajor):
+    def step(self, projected_t, states, weights, layout):
         h_prev = states[0]
-        x_z, x_r, x_h = layout.split(projected_t, 3)
         recurrent = layout.recurrent(h_prev, weights["kernel"]) + weights["bias"]
-        rec_z, rec_r, rec_h = layout.split(recurrent, 3)
-        z = tf.sigmoid(x_z + rec_z)
-        r = tf.sigmoid(x_r + rec_r)
-        n = tf.tanh(x_h + r * rec_h)
-        h = z * h_prev + (1.0 - z) * n
-        return [h], [z, r, n, rec_h]
+        return cells.gru_reset_after_gates(projected_t, recurrent, h_prev, tf.tanh, tf.sigmoid,
+                                           axis=layout.axis)
 
     def backward(self, d_states, saved, states_in, states_out, weights):
         d_h = d_states[0]
@@ -168,17 +175,14 @@ class _GRUResetBeforeKernel(_Kernel):
     """r_t applied to h_{t-1} before its product with U_h (Cho et al. 2014)."""
 
     gates = 3
-    saved_gates = 3  # z, r, n
+    saved_gate_names = ("z", "r", "n")
 
-    def forward(self, projected_t, states, weights, layout=BatchMajor):
+    def step(self, projected_t, states, weights, layout):
         h_prev = states[0]
-        x_z, x_r, x_h = layout.split(projected_t, 3)
-        rec_z, rec_r = layout.split(layout.recurrent(h_prev, weights["kernel_zr"]), 2)
-        z = tf.sigmoid(x_z + rec_z)
-        r = tf.sigmoid(x_r + rec_r)
-        n = tf.tanh(x_h + layout.recurrent(r * h_prev, weights["kernel_h"]))
-        h = z * h_prev + (1.0 - z) * n
-        return [h], [z, r, n]
+        return cells.gru_reset_before_gates(
+            projected_t, layout.recurrent(h_prev, weights["kernel_zr"]), h_prev, h_prev,
+            lambda reset_input: layout.recurrent(reset_input, weights["kernel_h"]),
+            tf.tanh, tf.sigmoid, axis=layout.axis)
 
     def backward(self, d_states, saved, states_in, states_out, weights):
         d_h = d_states[0]

@@ -19,7 +19,7 @@ import numpy as np
 from keras import ops
 
 import zoo.layers
-from zoo import backend, decoding
+from zoo import backend, decoding, inspection
 from zoo.text import codec
 from zoo.text.preprocessor import CharacterPreprocessor
 SEQUENCE_LAYERS = {"rnn": zoo.layers.SimpleRNN, "lstm": zoo.layers.LSTM, "gru": zoo.layers.GRU}
@@ -172,6 +172,35 @@ class CharLanguageModel(keras.Model):
         logits, states = self.run(inputs, states)
         losses = keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True)
         return ops.sum(losses), states
+
+    # -- inside --------------------------------------------------------------------------------
+    def inspect(self, text):
+        """Every recurrent layer's states and gate activations at each character of
+        ``text``, read from the zero state (``zoo.inspection``).
+
+        Returns ``{"tokens": list of the characters, "layers": [trace per layer]}``, a
+        trace ``{"name", "cell", "states": {"h", "c" (LSTM)}, "gates": {...}}`` of
+        ``[characters, units]`` float32 arrays.
+
+        Raises:
+            TypeError: ``text`` is not a string.
+            ValueError: it is empty, longer than ``zoo.text.codec.MAX_TEXT_LENGTH``, or
+                has characters the model was not trained on.
+        """
+        text = inspection.checked_text(text)
+        ids = inspection.require_tokens(text, self._require_preprocessor().encode(text))
+        records = inspection.compiled(self, self._inspected_steps)(np.asarray([ids], np.int32))
+        return {"tokens": list(text),
+                "layers": [inspection.trace(layer.cell, record, layer.name)
+                           for layer, record in zip(self.recurrent_layers, records)]}
+
+    def _inspected_steps(self, ids):
+        """``inspection.recorded_steps`` of every layer, each reading the one below."""
+        features, records = self.embedding(ids), []
+        for layer in self.recurrent_layers:
+            records.append(inspection.layer_steps(layer, features))
+            features = inspection.hidden_states(records[-1], self.units)
+        return records
 
     # -- generation ------------------------------------------------------------------------------
     def stream(self, prompt, length, temperature=1.0, seed=None, top_k=None, top_p=None):

@@ -24,10 +24,10 @@ from keras.src import backend
 
 import zoo.layers
 from zoo import backend as zoo_backend
-from zoo import decoding
+from zoo import decoding, inspection
 from zoo.text import codec, tokenizers
 from zoo.text.preprocessor import TranslationPreprocessor
-from zoo.text.vocabulary import PAD_ID
+from zoo.text.vocabulary import PAD_ID, START, START_ID
 
 # ``translate`` may be called from many threads: the compiled searches run
 # concurrently; this lock keeps two threads from tracing the
@@ -455,6 +455,56 @@ class Seq2Seq(keras.Model):
         ((_, ids, attention, _),) = self._decode([text], beam_size, max_length, 1, True)
         return self.preprocessor.alignment(text, ids, attention, attention_level)
 
+    # -- inside ------------------------------------------------------------------------------
+    def inspect(self, text, max_length=None):
+        """The encoder's and the decoder's states and gate activations at every token of
+        one text and of its greedy translation (``zoo.inspection``).
+
+        The decoder is run teacher-forced on what greedy search produced: its step k
+        reads ``target_tokens[k]`` (``[START]``, then the produced pieces) and predicts
+        the next piece (the last step, ``[END]``).
+
+        Returns ``{"translation": str (as translate gives it), "source_tokens": the
+        pieces the encoder reads, "target_tokens": the pieces the decoder reads,
+        "encoder": [trace, ...], "decoder": [trace, ...]}``; a trace is ``{"name",
+        "cell", "states": {"h", "c" (LSTM)}, "gates": {...}}`` of ``[tokens, units]``
+        float32 arrays, an encoder that reads backwards given in source order.
+
+        Raises:
+            TypeError: ``text`` is not a string.
+            ValueError: it is longer than ``zoo.text.codec.MAX_TEXT_LENGTH``, outside
+                the model's input domain, or has no tokens (empty or blank).
+        """
+        text = inspection.checked_text(text)
+        preprocessor = self._require_preprocessor()
+        source_tokens = inspection.require_tokens(text, preprocessor.source_pieces(text))
+        ((_, ids, _, source_row),) = self._decode([text], 1, max_length, 1)
+        produced = preprocessor.output_pieces(ids)
+        target_ids = [START_ID, *preprocessor.target_vocabulary.encode(produced)]
+        encoder, decoder = inspection.compiled(self, self._inspected_steps)(
+            np.asarray([source_row], np.int32), np.asarray([target_ids], np.int32))
+        return {
+            "translation": preprocessor.decode_translation(source_row, ids),
+            "source_tokens": source_tokens,
+            "target_tokens": [START, *produced],
+            "encoder": [inspection.trace(cell, record, name)
+                        for (name, cell), record in zip(self._inspected_encoder_cells(), encoder)],
+            "decoder": [inspection.trace(cell, record, name)
+                        for (name, cell), record in zip(self._inspected_decoder_cells(), decoder)],
+        }
+
+    def _inspected_steps(self, source_ids, target_input_ids):
+        """``(encoder records, decoder records)`` of ``inspection.recorded_steps``, in the
+        order of ``_inspected_encoder_cells`` and ``_inspected_decoder_cells``."""
+        raise NotImplementedError
+
+    def _inspected_encoder_cells(self):
+        """``[(trace name, cell)]`` of the encoder."""
+        raise NotImplementedError
+
+    def _inspected_decoder_cells(self):
+        raise NotImplementedError
+
     def _check_attention_level(self, attention_level):
         if not self.has_attention:
             raise ValueError(
@@ -527,13 +577,37 @@ class AttentionSeq2Seq(Seq2Seq):
         }
 
     def _cell_step(self, embedded, state, training=False):
+        cell_input, context, weights = self._decoder_cell_input(embedded, state)
+        decoder_state, _ = self.decoder_cell(cell_input, [state["decoder"]], training=training)
+        return decoder_state, context, weights
+
+    def _decoder_cell_input(self, embedded, state):
+        """``([E y_{t-1}; c_t], c_t, a_t)``: what the decoder cell reads at a step."""
         context, weights = self.attention(
             state["decoder"], state["memory"], keys=state["keys"], memory_mask=state["mask"]
         )
-        decoder_state, _ = self.decoder_cell(
-            ops.concatenate([embedded, context], axis=-1), [state["decoder"]], training=training
-        )
-        return decoder_state, context, weights
+        return ops.concatenate([embedded, context], axis=-1), context, weights
+
+    def _inspected_encoder_cells(self):
+        return [("encoder/forward", self.encoder.forward_layer.cell),
+                ("encoder/backward", self.encoder.backward_layer.cell)]
+
+    def _inspected_decoder_cells(self):
+        return [("decoder", self.decoder_cell)]
+
+    def _inspected_steps(self, source_ids, target_input_ids):
+        embedded = self.source_embedding(source_ids)
+        encoder = [inspection.layer_steps(self.encoder.forward_layer, embedded),
+                   inspection.layer_steps(self.encoder.backward_layer, embedded)]
+        encoded = self.encode(source_ids)
+
+        def cell_input(embedded_t, states):
+            return self._decoder_cell_input(embedded_t, {**encoded, "decoder": states[0]})[0]
+
+        decoder = inspection.recorded_steps(self.decoder_cell,
+                                            self.target_embedding(target_input_ids),
+                                            [encoded["decoder"]], cell_input)
+        return encoder, [decoder]
 
     def decode_step(self, tokens, state, output_kernel=None):
         embedded = self.target_embedding(tokens)
@@ -594,6 +668,18 @@ class BottleneckSeq2Seq(Seq2Seq):
         embedded = self.dropout(self.source_embedding(source_ids), training=training)
         _, h, c = self.encoder(embedded, mask=mask, training=training)
         return {"h": h, "c": c}
+
+    def _inspected_encoder_cells(self):
+        return [("encoder", self.encoder.cell)]
+
+    def _inspected_decoder_cells(self):
+        return [("decoder", self.decoder.cell)]
+
+    def _inspected_steps(self, source_ids, target_input_ids):
+        encoded = self.encode(source_ids)
+        return ([inspection.layer_steps(self.encoder, self.source_embedding(source_ids))],
+                [inspection.layer_steps(self.decoder, self.target_embedding(target_input_ids),
+                                        [encoded["h"], encoded["c"]])])
 
     def decode_step(self, tokens, state, output_kernel=None):
         embedded = self.target_embedding(tokens)
