@@ -321,7 +321,8 @@ def test_a_language_model_prompt_starts_the_loop():
 def test_decoding_step_by_step_yields_what_the_loop_returns(strategy):
     """``decode_stepwise`` (a text shown as it is written; the TFLite runner) drives the
     loop's own step from Python: the same tokens, one step at a time, and it stops where
-    the loop stops (every sentence finished), the step function compiled or not."""
+    the loop stops (every sentence finished, or the most steps), whether it runs one
+    eager step a call or several compiled steps (``loop_steps``) a call."""
     rng = np.random.default_rng(5)
     step = _markov_step(_random_table(rng))
     state = {"steps": tf.zeros([3, 1])}
@@ -330,14 +331,21 @@ def test_decoding_step_by_step_yields_what_the_loop_returns(strategy):
         return (decoding.Greedy() if strategy == "greedy"
                 else decoding.Sampling(0.9, 11, top_k=5, top_p=0.95))
 
-    tokens, _ = decoding.decode(step, state, chosen(), 3, 12, return_attention=False)
-    expected = tokens.numpy()
-    for step_fn in (step, tf.function(step)):
-        steps = np.stack(list(decoding.decode_stepwise(step_fn, state, chosen(), 3, 12)), axis=1)
-        ends = (expected == END_ID).any(axis=1)
-        assert steps.shape[1] == (np.argmax(expected == END_ID, axis=1).max() + 1
-                                  if ends.all() else 12)
-        np.testing.assert_array_equal(steps, expected[:, : steps.shape[1]])
+    def with_memory(tokens, state, memory):
+        return step(tokens, state)
+
+    for max_length in (12, 3):
+        tokens, _ = decoding.decode(step, state, chosen(), 3, max_length, return_attention=False)
+        expected = tokens.numpy()
+        ended = (expected == END_ID).any(axis=1)
+        steps_taken = (np.argmax(expected == END_ID, axis=1).max() + 1 if ended.all()
+                       else max_length)
+        for count in (None, 1, 5):
+            compiled = None if count is None else tf.function(
+                decoding.loop_steps(with_memory, chosen(), count))
+            steps = np.stack(list(decoding.decode_stepwise(
+                step, state, chosen(), 3, max_length, compiled_steps=compiled)), axis=1)
+            np.testing.assert_array_equal(steps, expected[:, :steps_taken])
 
 
 # -- sampling --------------------------------------------------------------------------

@@ -11,10 +11,10 @@ The searches stop early once every sequence has produced ``[END]``, and pad it w
 """
 
 from zoo.decoding.beam import Beam, beam_hypotheses, beam_search, length_penalty
-from zoo.decoding.loop import decode, decode_stepwise, loop_step, write_token
+from zoo.decoding.loop import decode, decode_stepwise, loop_step, loop_steps, write_token
 from zoo.decoding.sampling import counter_uniform, sample, step_uniforms
 from zoo.decoding.token_choice import Greedy, Sampling, greedy_search, sampling_search
 
 __all__ = ["Beam", "Greedy", "Sampling", "beam_hypotheses", "beam_search", "counter_uniform",
-           "decode", "decode_stepwise", "greedy_search", "length_penalty", "loop_step", "sample",
-           "sampling_search", "step_uniforms", "write_token"]
+           "decode", "decode_stepwise", "greedy_search", "length_penalty", "loop_step",
+           "loop_steps", "sample", "sampling_search", "step_uniforms", "write_token"]

@@ -23,6 +23,9 @@ from zoo import backend, decoding, inspection
 from zoo.text import codec
 from zoo.text.preprocessor import CharacterPreprocessor
 SEQUENCE_LAYERS = {"rnn": zoo.layers.SimpleRNN, "lstm": zoo.layers.LSTM, "gru": zoo.layers.GRU}
+# Characters that ``stream`` computes in one compiled call: fewer calls (each costs more
+# than a step), and still a text that appears as it is written.
+STREAM_CHUNK = 8
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -213,11 +216,11 @@ class CharLanguageModel(keras.Model):
         logits, states = self._function("prime", self._prime)(prompt_ids)
         strategy = decoding.Sampling(temperature, seed, top_k, top_p, stop_at_end=False)
         # Compiled once, with the sampling arguments as inputs: a new seed traces nothing.
-        compiled = self._function("stream_step", self._stream_step)
+        compiled = self._function("stream_steps", self._stream_steps)
         arguments = (np.float32(temperature), np.int32(seed), np.int32(top_k), np.float32(top_p))
         for tokens in decoding.decode_stepwise(
                 self._step_without_attention, states, strategy, 1, length, first_logits=logits,
-                compiled_step=lambda *loop_values: compiled(*loop_values, *arguments)):
+                compiled_steps=lambda *loop_values: compiled(*loop_values, *arguments)):
             yield preprocessor.characters[int(tokens[0])]
 
     def generate(self, prompt, length, temperature=1.0, seed=None, top_k=None, top_p=None):
@@ -246,10 +249,10 @@ class CharLanguageModel(keras.Model):
         logits, states = self.run(prompt_ids)
         return logits[:, -1], states
 
-    def _stream_step(self, t, tokens, search, states, memory, temperature, seed, top_k, top_p):
+    def _stream_steps(self, t, tokens, search, states, memory, temperature, seed, top_k, top_p):
         strategy = decoding.Sampling(temperature, seed, top_k, top_p, stop_at_end=False)
-        return decoding.loop_step(self._step_without_attention, strategy)(t, tokens, search,
-                                                                         states, memory)
+        steps = decoding.loop_steps(self._step_without_attention, strategy, STREAM_CHUNK)
+        return steps(t, tokens, search, states, memory)
 
     def _function(self, name, python_function):
         # Compiled once per model; kept out of Keras attribute tracking (not model state).
