@@ -7,6 +7,7 @@ smoothing) or taken from sacreBLEU's own corpus functions called directly.
 
 import math
 
+import numpy as np
 import pytest
 import sacrebleu
 
@@ -216,3 +217,25 @@ def test_bleu_names_the_target_languages_it_knows():
     with pytest.raises(ValueError, match="No BLEU tokenizer chosen for target language 'ja'; "
                                          "known: zh, en, fr"):
         evaluation.bleu(["こんにちは"], ["こんにちは"], "ja")
+
+
+def test_attention_on_punctuation_counts_words_that_look_at_punctuation_only():
+    # "Je suis étudiant ." from "I am a student .": "Je" looks at ".", "suis" at "am",
+    # "étudiant" at "student"; the produced "." is punctuation and not counted.
+    weights = np.array([[0.1, 0.1, 0.1, 0.1, 0.6],
+                        [0.1, 0.7, 0.1, 0.0, 0.1],
+                        [0.0, 0.0, 0.2, 0.7, 0.1],
+                        [0.0, 0.0, 0.0, 0.1, 0.9]])
+    share = evaluation.attention_on_punctuation(
+        ["I am a student.", "Hello!"], ["Je suis étudiant.", "Bonjour !"],
+        [weights, np.array([[0.2, 0.8], [0.0, 1.0]])], "en", "fr")
+    assert (share["words"], share["on_punctuation"]) == (4, 2)
+    assert (share["first_words"], share["first_on_punctuation"]) == (2, 2)
+    assert (share["percent"], share["first_word_percent"]) == (50.0, 100.0)
+    assert evaluation.punctuation_only("«") and evaluation.punctuation_only("。")
+    assert not evaluation.punctuation_only("3.") and not evaluation.punctuation_only("")
+
+
+def test_attention_on_punctuation_refuses_attention_of_the_wrong_shape():
+    with pytest.raises(ValueError, match=r"Attention of shape \(1, 2\) for 2 produced and 2"):
+        evaluation.attention_on_punctuation(["Hi."], ["Salut !"], [np.ones((1, 2))], "en", "fr")

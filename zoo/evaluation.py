@@ -1,5 +1,8 @@
 """Metrics, computed with the libraries made for them (sacreBLEU), and breakdowns by length."""
 
+import unicodedata
+
+import numpy as np
 import sacrebleu
 
 from zoo.text import tokenizers
@@ -53,6 +56,41 @@ def unknown_outputs(hypotheses):
     count = sum(OOV in hypothesis for hypothesis in hypotheses)
     return {"count": count, "examples": len(hypotheses),
             "percent": round(100 * count / max(len(hypotheses), 1), 2)}
+
+
+def punctuation_only(word):
+    """A word made only of Unicode punctuation (category P: ``.``, ``！``, ``«``, ...)."""
+    return bool(word) and all(unicodedata.category(ch).startswith("P") for ch in word)
+
+
+def attention_on_punctuation(sources, outputs, attentions, source_language, target_language):
+    """How often a translator's attention is unreadable: of the produced words that are
+    not punctuation, the share whose strongest weight falls on a source word made only
+    of punctuation (most often the final "."), in all and for the first words.
+
+    ``attentions``: per text the word-level ``(produced words, source words)`` array of
+    ``model.translate(..., return_attention=True)``, words as ``tokenizers.tokenize``
+    splits ``sources`` and ``outputs``.
+    """
+    counts = {"words": 0, "on_punctuation": 0, "first_words": 0, "first_on_punctuation": 0}
+    for source, output, weights in zip(sources, outputs, attentions, strict=True):
+        source_words = tokenizers.tokenize(source, source_language)
+        produced = tokenizers.tokenize(output, target_language)
+        if np.shape(weights) != (len(produced), len(source_words)):
+            raise ValueError(f"Attention of shape {np.shape(weights)} for {len(produced)} "
+                             f"produced and {len(source_words)} source words: {output!r:.60}")
+        for position, word in enumerate(produced):
+            if punctuation_only(word):
+                continue
+            looked_at = punctuation_only(source_words[int(np.argmax(weights[position]))])
+            counts["words"] += 1
+            counts["on_punctuation"] += looked_at
+            counts["first_words"] += position == 0
+            counts["first_on_punctuation"] += looked_at and position == 0
+    return {**counts,
+            "percent": round(100 * counts["on_punctuation"] / max(counts["words"], 1), 1),
+            "first_word_percent": round(100 * counts["first_on_punctuation"]
+                                        / max(counts["first_words"], 1), 1)}
 
 
 SEQUENCE_METRICS = ("bleu", "exact_match")
