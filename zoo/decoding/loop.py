@@ -112,7 +112,7 @@ def decode_stepwise(step_fn, state, strategy, batch_size, max_length, first_logi
     while t < max_length:
         chosen, done, search, state = steps(int_tensor(t), tokens, search, state, memory)
         chosen, done = ops.convert_to_numpy(chosen), ops.convert_to_numpy(done)
-        for tokens, all_finished in zip(chosen, done):
+        for tokens, all_finished in zip(chosen, done):  # the last one feeds the next call
             yield tokens
             t += 1
             if all_finished or t >= max_length:
