@@ -20,6 +20,9 @@ from conftest import MODELS, tiny_translator
 VERSE = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 CHARACTERS = sorted(set(VERSE))
 ATOL = 1e-5
+# The shipped models' wide layers (up to 1,029 units) sum in another order in the fused kernel than in
+# the step inspect runs: float32 differences reach 1.01e-5 on one AMD EPYC (rnn, step 11).
+SHIPPED_ATOL = 1e-4
 
 # (cell class, constructor arguments): every gate function.
 CELLS = [
@@ -142,7 +145,7 @@ def tiny_language_model(cell, num_layers=2):
     return model
 
 
-def assert_states_equal_the_forward_pass(model, text):
+def assert_states_equal_the_forward_pass(model, text, atol=ATOL):
     """Each layer's h (and an LSTM's last c) from inspect equal the layer's own call."""
     result = model.inspect(text)
     assert result["tokens"] == list(text)
@@ -152,10 +155,10 @@ def assert_states_equal_the_forward_pass(model, text):
         outputs, *final_states = layer(features)
         assert trace["cell"] == model.cell_kind
         np.testing.assert_allclose(trace["states"]["h"], ops.convert_to_numpy(outputs)[0],
-                                   atol=ATOL)
+                                   atol=atol)
         if model.cell_kind == "lstm":
             np.testing.assert_allclose(trace["states"]["c"][-1],
-                                       ops.convert_to_numpy(final_states[1])[0], atol=ATOL)
+                                       ops.convert_to_numpy(final_states[1])[0], atol=atol)
         for gate in trace["gates"].values():
             assert gate.shape == (len(text), model.units) and gate.dtype == np.float32
         features = outputs
@@ -179,7 +182,8 @@ def test_language_model_inspect_equals_its_forward_pass_and_the_numpy_gates(cell
 @pytest.mark.parametrize("name", ["lstm_charlm_shakespeare", "gru_charlm_shakespeare",
                                   "rnn_charlm_shakespeare"])
 def test_shipped_language_models_inspect_equals_their_forward_pass(name):
-    assert_states_equal_the_forward_pass(zoo.load(name), "KING:\nWhat say you, sir?")
+    assert_states_equal_the_forward_pass(zoo.load(name), "KING:\nWhat say you, sir?",
+                                         atol=SHIPPED_ATOL)
 
 
 @pytest.mark.parametrize("name", list(MODELS))

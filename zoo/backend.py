@@ -7,7 +7,13 @@ Importing this module imports nothing heavy (the CLI catches ``BackendError``
 before Keras is loaded).
 """
 
+import threading
+
 import numpy as np
+
+# Serving threads may share one model: this keeps two of them from compiling the same
+# function twice when both find it missing from the model's cache.
+_COMPILING = threading.Lock()
 
 
 def name():
@@ -78,6 +84,27 @@ def compile_function(function, variables=()):
         return keras.tree.map_structure(_to_numpy, compiled(*tensors))
 
     return call
+
+
+def model_function(model, key, function):
+    """``function`` compiled by ``compile_function`` with ``model``'s variables, once
+    per model and ``key``: a model's searches, its language-model steps, its
+    ``inspect``. The cache is kept out of Keras attribute tracking: it is not model
+    state (and a SavedModel cannot save a tracked dict with tuple keys)."""
+    with _COMPILING:
+        cache = model.__dict__.get("_compiled_functions")
+        if cache is None:
+            cache = {}
+            object.__setattr__(model, "_compiled_functions", cache)
+        if key not in cache:
+            cache[key] = compile_function(function, model.variables)
+        return cache[key]
+
+
+def forget_model_functions(model):
+    """Drop what ``model_function`` compiled for ``model`` (they captured something that
+    has changed since, such as a length penalty)."""
+    object.__setattr__(model, "_compiled_functions", {})
 
 
 def _tensorflow_function(function, arguments):

@@ -42,16 +42,9 @@ def require_tokens(text, tokens):
 
 def compiled(model, function):
     """``function`` (of numpy arrays) compiled once per model for this backend
-    (``zoo.backend.compile_function``): TensorFlow runs the step loop as one graph
+    (``zoo.backend.model_function``): TensorFlow runs the step loop as one graph
     instead of op by op (a 2,000-character text: under a second, not minutes)."""
-    cache = model.__dict__.get("_inspection_functions")
-    if cache is None:
-        cache = {}
-        # Kept out of Keras attribute tracking: not model state.
-        object.__setattr__(model, "_inspection_functions", cache)
-    if function.__name__ not in cache:
-        cache[function.__name__] = zoo_backend.compile_function(function, model.variables)
-    return cache[function.__name__]
+    return zoo_backend.model_function(model, ("inspect", function.__name__), function)
 
 
 def recorded_steps(cell, sequence, initial_states=None, cell_inputs=None, go_backwards=False):

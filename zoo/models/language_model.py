@@ -69,7 +69,6 @@ class CharLanguageModel(keras.Model):
         ]
         self.dropout = keras.layers.Dropout(dropout)
         self.head = keras.layers.Dense(vocabulary_size, name="head")
-        object.__setattr__(self, "_functions", {})
 
     @property
     def states_per_layer(self):
@@ -255,7 +254,4 @@ class CharLanguageModel(keras.Model):
         return steps(t, tokens, search, states, memory)
 
     def _function(self, name, python_function):
-        # Compiled once per model; kept out of Keras attribute tracking (not model state).
-        if name not in self._functions:
-            self._functions[name] = backend.compile_function(python_function, self.variables)
-        return self._functions[name]
+        return backend.model_function(self, name, python_function)

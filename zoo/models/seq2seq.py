@@ -15,7 +15,6 @@ the model's ``decode_step`` between its ``zoo.text.TranslationPreprocessor`` (th
 pipeline and vocabularies, saved as preset assets) on either side.
 """
 
-import threading
 
 import keras
 import numpy as np
@@ -29,10 +28,6 @@ from zoo.text import codec, tokenizers
 from zoo.text.preprocessor import TranslationPreprocessor
 from zoo.text.vocabulary import PAD_ID, START, START_ID
 
-# ``translate`` may be called from many threads: the compiled searches run
-# concurrently; this lock keeps two threads from tracing the
-# same search twice when they both find it missing from the cache.
-_TRACING = threading.Lock()
 
 
 # A translation has at most 2 * (source tokens) + 10 tokens ([END] included), and at
@@ -231,10 +226,7 @@ class Seq2Seq(keras.Model):
     @length_penalty.setter
     def length_penalty(self, alpha):
         self._length_penalty = alpha
-        # Traced searches captured the old value. The cache is kept out of Keras/TF
-        # attribute tracking: it is not model state, and SavedModel export cannot
-        # save a tracked dict with tuple keys.
-        object.__setattr__(self, "_searches", {})
+        zoo_backend.forget_model_functions(self)  # the searches captured the old value
 
     def generate_ids(self, source_ids, beam_size=1, max_length=None, return_attention=False):
         """Decode a batch of padded source ids (graph-friendly; used by every runtime).
@@ -303,23 +295,19 @@ class Seq2Seq(keras.Model):
         """The compiled search: ``generate_ids``, ``generate_hypotheses`` when
         ``num_hypotheses`` is given, ``generate_samples`` (which takes the sampling
         arguments as inputs, so a new seed compiles nothing) when ``sampling``."""
-        key = (beam_size, max_length, return_attention, num_hypotheses, sampling)
-        with _TRACING:
-            if key not in self._searches:
-                if sampling:
-                    def search(source_ids, row_ids, temperature, seed, top_k, top_p):
-                        return self.generate_samples(source_ids, temperature, seed, top_k, top_p,
-                                                     row_ids, max_length, return_attention)
-                elif num_hypotheses is None:
-                    def search(source_ids):
-                        return self.generate_ids(source_ids, beam_size, max_length,
-                                                 return_attention)
-                else:
-                    def search(source_ids):
-                        return self.generate_hypotheses(source_ids, beam_size, num_hypotheses,
-                                                        max_length, return_attention)
-                self._searches[key] = zoo_backend.compile_function(search, self.variables)
-            return self._searches[key]
+        if sampling:
+            def search(source_ids, row_ids, temperature, seed, top_k, top_p):
+                return self.generate_samples(source_ids, temperature, seed, top_k, top_p,
+                                             row_ids, max_length, return_attention)
+        elif num_hypotheses is None:
+            def search(source_ids):
+                return self.generate_ids(source_ids, beam_size, max_length, return_attention)
+        else:
+            def search(source_ids):
+                return self.generate_hypotheses(source_ids, beam_size, num_hypotheses,
+                                                max_length, return_attention)
+        key = ("search", beam_size, max_length, return_attention, num_hypotheses, sampling)
+        return zoo_backend.model_function(self, key, search)
 
     def _decode(self, texts, beam_size, max_length, batch_size, return_attention=False,
                 num_hypotheses=None, sampling=None):
