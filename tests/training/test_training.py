@@ -54,11 +54,18 @@ def test_train_on_a_users_tsv_writes_a_scored_preset(recipe_file, pairs_file, tm
     assert metadata["training"]["epochs_run"] == 1
     assert metadata["data"]["file"] == str(pairs_file)
     assert sum(metadata["data"]["pairs"].values()) == 72
+    scores = {"bleu", "chrf", "unknown_outputs", "bleu_by_source_length"}
+    # Greedy keeps the alignments, and the card says how many look at punctuation.
+    assert set(metadata["test"]["greedy"]) == scores | {"attention_on_punctuation"}
+    assert set(metadata["test"]["beam5"]) == scores
     for decoding in ("greedy", "beam5"):
-        assert set(metadata["test"][decoding]) == {"bleu", "chrf", "unknown_outputs",
-                                                   "bleu_by_source_length"}
         assert metadata["test"][decoding]["bleu"]["signature"].startswith("nrefs:1|case:mixed")
-    assert (out / "README.md").read_text().startswith("# mine\n")
+    on_punctuation = metadata["test"]["greedy"]["attention_on_punctuation"]
+    assert 0 <= on_punctuation["on_punctuation"] <= on_punctuation["words"]
+    card = (out / "README.md").read_text()
+    assert card.startswith("# mine\n")
+    assert (f"of the {on_punctuation['words']:,} produced words that are not punctuation, "
+            f"{on_punctuation['percent']}% have their strongest attention weight") in card
     assert list((tmp_path / "logs" / "train").iterdir())  # TensorBoard events
     assert isinstance(zoo.load(out).translate(["Hello."])[0], str)
 

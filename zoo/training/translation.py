@@ -90,7 +90,16 @@ def metric_of(metadata):
 
 
 def score_translations(model, sources, references, beam_size=1, metric="bleu"):
-    hypotheses = model.translate(sources, beam_size=beam_size, check_outputs=False)
+    # Greedy translations of an attention model keep their alignments: how readable they
+    # are is part of the score (the model card's "attention on punctuation").
+    with_attention = beam_size == 1 and metric == "bleu" and model.has_attention
+    hypotheses = model.translate(sources, beam_size=beam_size, check_outputs=False,
+                                 return_attention=with_attention)
+    readability = {}
+    if with_attention:
+        hypotheses, attentions = hypotheses
+        readability = {"attention_on_punctuation": evaluation.attention_on_punctuation(
+            sources, hypotheses, attentions, model.source_language, model.target_language)}
     target = model.target_language
     if metric == "exact_match":
         return {
@@ -106,6 +115,7 @@ def score_translations(model, sources, references, beam_size=1, metric="bleu"):
         "bleu_by_source_length": evaluation.bleu_by_source_length(
             sources, hypotheses, references, model.source_language, target
         ),
+        **readability,
     }, hypotheses
 
 
@@ -444,6 +454,7 @@ def model_card(metadata):
             holes = test["beam5"]["unknown_outputs"]
             lines += ["", f"Outputs with an `[UNK]` (beam 5): {holes['count']} of "
                           f"{holes['examples']} ({holes['percent']}%)."]
+        lines += _readability_lines(test["greedy"].get("attention_on_punctuation"))
         lines += ["", f"BLEU signature: `{test['beam5']['bleu']['signature']}`",
                   f"chrF signature: `{test['beam5']['chrf']['signature']}`"]
     else:
@@ -466,6 +477,33 @@ def model_card(metadata):
     if "length_penalty" in metadata:
         lines.append(f"- beam length penalty: {metadata['length_penalty']}")
     return "\n".join(lines + [""])
+
+
+def _readability_lines(on_punctuation):
+    """The card's line on how often the attention cannot be read as an alignment."""
+    if on_punctuation is None:
+        return []
+    return ["", f"Attention on punctuation (greedy, word level): of the {on_punctuation['words']:,} "
+                f"produced words that are not punctuation, {on_punctuation['percent']}% have their "
+                f"strongest attention weight on a source word made only of punctuation (first "
+                f"words: {on_punctuation['first_word_percent']}%); such rows do not read as "
+                f"alignments (`zoo.evaluation.attention_on_punctuation`)."]
+
+
+def record_attention_on_punctuation(directory, data_dir=None, printer=print):
+    """Measure a shipped attention translator's attention on punctuation (greedy, test
+    split) and write it into its metadata and card (for presets trained before the
+    measurement existed); the weights are not touched."""
+    directory = presets.resolve(directory)
+    test_sources, _ = preset_splits(directory, data_dir)["test"]
+    model, metadata = presets.load(directory), presets.describe(directory)
+    outputs, attentions = model.translate(test_sources, check_outputs=False,
+                                          return_attention=True)
+    measured = evaluation.attention_on_punctuation(
+        test_sources, outputs, attentions, model.source_language, model.target_language)
+    printer(f"{directory.name}: attention on punctuation {measured}")
+    metadata["test"]["greedy"]["attention_on_punctuation"] = measured
+    return presets.rewrite_description(directory, metadata, model_card(metadata))
 
 
 def _behaviour_lines(behaviour):
