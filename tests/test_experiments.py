@@ -95,8 +95,8 @@ def test_experiment_command_writes_figures_and_numbers(tmp_path, capsys):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "2 figures and alignments.json written" in capsys.readouterr().out
     assert main(["experiment", "nope", "--out", str(tmp_path)]) == 2
-    assert ("Unknown experiment 'nope'; known: alignments, bottleneck, gradients, memory, "
-            "units") in capsys.readouterr().err
+    assert ("Unknown experiment 'nope'; known: alignments, attributions, bottleneck, "
+            "gradients, memory, units") in capsys.readouterr().err
 
 
 PASSAGE = "ROMEO:\nHe is. Go!\n\nKING HENRY VI:\nAy me:\n"

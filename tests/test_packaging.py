@@ -42,7 +42,7 @@ def test_regular_install_ships_presets(tmp_path):
     assert names.split(",") == zoo.list_models() and names
     expected_recipes = sorted(p.stem for p in (ROOT / "zoo" / "recipes").glob("*.json"))
     assert recipes.split(",") == expected_recipes
-    assert experiments == f"{installed / 'experiments'} alignments,bottleneck,gradients,memory,units"
+    assert experiments == f"{installed / 'experiments'} alignments,attributions,bottleneck,gradients,memory,units"
     for name in zoo.list_models():
         shipped = sorted(p.relative_to(installed / "saved_models" / name).as_posix()
                          for p in (installed / "saved_models" / name).rglob("*") if p.is_file())

@@ -461,7 +461,7 @@ def build_parser():
 
     experiment = commands.add_parser(
         "experiment", help="run an experiment of zoo/experiments (figures and JSON)")
-    experiment.add_argument("name", help="memory, gradients, bottleneck or alignments")
+    experiment.add_argument("name", help="memory, gradients, bottleneck, alignments, units or attributions")
     experiment.add_argument("--out", default="docs/experiments",
                             help="folder for the figures and NAME.json (default docs/experiments)")
     experiment.add_argument("--quick", action="store_true",

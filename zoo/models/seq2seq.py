@@ -554,8 +554,12 @@ class AttentionSeq2Seq(Seq2Seq):
         return self.units + 2 * self.units + self.embedding_dim
 
     def encode(self, source_ids, training=False):
-        mask = ops.not_equal(source_ids, PAD_ID)
         embedded = self.dropout(self.source_embedding(source_ids), training=training)
+        return self.encode_embedded(embedded, ops.not_equal(source_ids, PAD_ID), training)
+
+    def encode_embedded(self, embedded, mask, training=False):
+        """``encode`` from the source embeddings ``[batch, source_len, embedding_dim]``
+        (to take gradients with respect to them) and the mask of real positions."""
         memory, _, backward_state = self.encoder(embedded, mask=mask, training=training)
         return {
             "decoder": self.bridge(backward_state),
