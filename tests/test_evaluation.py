@@ -239,3 +239,21 @@ def test_attention_on_punctuation_counts_words_that_look_at_punctuation_only():
 def test_attention_on_punctuation_refuses_attention_of_the_wrong_shape():
     with pytest.raises(ValueError, match=r"Attention of shape \(1, 2\) for 2 produced and 2"):
         evaluation.attention_on_punctuation(["Hi."], ["Salut !"], [np.ones((1, 2))], "en", "fr")
+
+
+def test_an_unknown_word_in_the_output_is_one_produced_word_as_in_the_attention_rows():
+    from conftest import MODELS, tiny_translator
+
+    preprocessor = tiny_translator(MODELS["attention"]).preprocessor
+    source = "我读了一本书。"
+    vocabulary = preprocessor.target_vocabulary
+    ids = [vocabulary.encode(["I"])[0], 1, vocabulary.encode(["."])[0]]  # 1: [UNK]
+    output = preprocessor.decode_translation(preprocessor.encode_sources([source])[0], ids)
+    assert output == "I [UNK]."
+    words = evaluation.produced_words(output, "en")
+    assert words == preprocessor.output_words(ids) == ["I", "[UNK]", "."]
+    source_words = preprocessor.source_words(source)
+    weights = np.zeros((3, len(source_words)))
+    weights[:, -1] = 1.0  # every word looks at the final "。"
+    share = evaluation.attention_on_punctuation([source], [output], [weights], "zh", "en")
+    assert (share["words"], share["on_punctuation"]) == (2, 2)  # "I" and "[UNK]", not "."
