@@ -189,8 +189,11 @@ class Seq2Seq(keras.Model):
         """One decoder step: ``(logits [N, V], new_state, attention [N, S] or None)``."""
         raise NotImplementedError
 
-    def decode_teacher_forced(self, target_input_ids, state, training=False):
-        """Logits ``[B, T, V]`` for every position, given the reference prefix."""
+    def decode_teacher_forced(self, target_input_ids, state, training=False,
+                              return_attention=False):
+        """Logits ``[B, T, V]`` for every position, given the reference prefix; with
+        ``return_attention`` (models with attention), ``(logits, attention [B, T, S])``,
+        what a training-only loss on the alignment reads (guided alignment)."""
         raise NotImplementedError
 
     def decoding_flops(self, source_length, steps):
@@ -608,17 +611,23 @@ class AttentionSeq2Seq(Seq2Seq):
                              output_kernel=output_kernel)
         return logits, {**state, "decoder": decoder_state}, weights
 
-    def decode_teacher_forced(self, target_input_ids, state, training=False):
+    def decode_teacher_forced(self, target_input_ids, state, training=False,
+                              return_attention=False):
         embedded = self.dropout(self.target_embedding(target_input_ids), training=training)
+        features = 3 * self.units  # [s_t; c_t], then the attention weights a_t
 
         def step(embedded_t, states):
-            decoder_state, context, _ = self._cell_step(
+            decoder_state, context, weights = self._cell_step(
                 embedded_t, {**state, "decoder": states[0]}, training=training
             )
-            return ops.concatenate([decoder_state, context], axis=-1), [decoder_state]
+            # One output tensor per step (every backend's rnn takes that): the weights
+            # ride after the features and are cut off again below.
+            return ops.concatenate([decoder_state, context, weights], axis=-1), [decoder_state]
 
         _, outputs, _ = backend.rnn(step, embedded, [state["decoder"]])
-        return self.logits(ops.concatenate([outputs, embedded], axis=-1), training=training)
+        logits = self.logits(ops.concatenate([outputs[..., :features], embedded], axis=-1),
+                             training=training)
+        return (logits, outputs[..., features:]) if return_attention else logits
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -679,7 +688,10 @@ class BottleneckSeq2Seq(Seq2Seq):
         logits = self.logits(ops.concatenate([h, embedded], axis=-1), output_kernel=output_kernel)
         return logits, {"h": h, "c": c}, None
 
-    def decode_teacher_forced(self, target_input_ids, state, training=False):
+    def decode_teacher_forced(self, target_input_ids, state, training=False,
+                              return_attention=False):
+        if return_attention:
+            self._check_attention_level("word")  # the error: this model has no attention
         embedded = self.dropout(self.target_embedding(target_input_ids), training=training)
         outputs, _, _ = self.decoder(
             embedded, initial_state=[state["h"], state["c"]], training=training

@@ -141,9 +141,10 @@ def _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first):
         task.printer(task.summary(splits, preprocessor, model))
     train_data, validation_data = task.datasets(model, splits, seed)
     with options.scope():
-        task.compile(model, len(train_data), epochs)
+        trained = task.training_view(model)  # the same weights as model's
+        task.compile(trained, len(train_data), epochs)
     history = loop.fit(
-        model, train_data, epochs, validation_data,
+        trained, train_data, epochs, validation_data,
         callbacks.standard_callbacks(recipe, log_dir, task.monitor, task.reduce_on_plateau()),
         description, options, validation_metrics=task.validation_metrics)
     if _seeds_apart(task):

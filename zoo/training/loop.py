@@ -94,8 +94,9 @@ def _keras_distribution(name):
 
 @dataclasses.dataclass(frozen=True)
 class Ids:
-    """The spec of one int32 tensor of a batch: ``[batch]`` (``rank=1``) or
-    ``[batch, width]`` (``width`` None: any)."""
+    """The spec of one int32 tensor of a batch: ``[batch]`` (``rank=1``), ``[batch,
+    width]`` (``width`` None: any), or of rank 3 ``[batch, any, width]`` (guided
+    alignment's links)."""
 
     rank: int = 2
     width: int | None = None
@@ -103,7 +104,8 @@ class Ids:
     def tensor_spec(self):
         import tensorflow as tf
 
-        return tf.TensorSpec([None] if self.rank == 1 else [None, self.width], tf.int32)
+        shape = [None] if self.rank == 1 else [None] * (self.rank - 1) + [self.width]
+        return tf.TensorSpec(shape, tf.int32)
 
 
 class EpochData:

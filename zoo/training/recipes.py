@@ -66,6 +66,11 @@ class TranslationRecipe(Recipe):
     metric: str = "bleu"
     max_train_tokens: int | None = None  # longer training pairs are left out
     label_smoothing: float = 0.0  # weight of the uniform distribution in the loss's targets
+    # {"weight": W}: attention pulled towards eflomal's word alignment (training.alignment)
+    guided_alignment: dict | None = None
+    # A preset (name or directory) whose text pipeline and weights training starts from:
+    # a fine-tune; the recipe's architecture must be the preset's.
+    initial_preset: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -162,12 +167,30 @@ def from_dict(written, source=None):
             raise RecipeError(f"{source}: {key!r} must be one of "
                               f"{', '.join(map(json.dumps, ACCEPTED_VALUES[key]))}; received "
                               f"{json.dumps(value)}.")
+    for key, check in VALUE_CHECKS.items():
+        if written.get(key) is not None:
+            check(written[key], f"{source}: {key!r}")
     missing = [name for name, f in fields.items() if name not in written and name != "task"
                and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     if missing:
         raise RecipeError(f"{source}: missing key(s) {', '.join(map(repr, missing))} for a "
                           f"{task} recipe; accepted keys: {accepted}.")
     return recipe_class(**{"task": task, **written}, written=dict(written))
+
+
+def _check_guided_alignment(value, where):
+    """``{"weight": W}``, W a positive number (OpenNMT-tf's ``guided_alignment_weight``)."""
+    if set(value) != {"weight"}:
+        raise RecipeError(f"{where} must be an object with exactly the key \"weight\" (a "
+                          f"positive number, the loss's weight); received {json.dumps(value)}.")
+    weight = value["weight"]
+    if not _is_of(weight, float) or not weight > 0:
+        raise RecipeError(f"{where} needs a positive number as \"weight\"; received "
+                          f"{json.dumps(weight)}.")
+
+
+# Checks of values that a type and a list of accepted values cannot say.
+VALUE_CHECKS = {"guided_alignment": _check_guided_alignment}
 
 
 def _is_of(value, expected):

@@ -49,6 +49,12 @@ class Task:
         """``(train, validation)``: ``loop.EpochData`` each."""
         raise NotImplementedError
 
+    def training_view(self, model):
+        """What ``loop.fit`` trains (and ``compile`` compiles): ``model`` itself, or a
+        view of it that shares its weights and adds a training-only loss (a translator's
+        guided alignment, ``alignment.GuidedAlignmentTraining``)."""
+        return model
+
     def compile(self, model, steps_per_epoch, epochs):
         """Optimizer and loss (called inside the strategy's scope)."""
         raise NotImplementedError

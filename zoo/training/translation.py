@@ -7,9 +7,11 @@ padding. After training, the beam-search length penalty is chosen on the validat
 split; the shipped preset is scored on the test split, greedy and beam 5.
 """
 
+import functools
 from pathlib import Path
 
 import keras
+import numpy as np
 
 import zoo.models
 from zoo import evaluation, presets
@@ -17,7 +19,7 @@ from zoo.data import generated, tatoeba, written_by_hand
 from zoo.models.losses import SmoothedCrossentropy
 from zoo.text import END_ID, START_ID, TranslationPreprocessor, Vocabulary, tokenize
 from zoo.text.vocabulary import pad_batch
-from zoo.training import recipes, shipping
+from zoo.training import alignment, recipes, shipping
 from zoo.training.batches import bucketed_dataset
 from zoo.training.loop import Ids
 from zoo.training.optimizer import adam
@@ -37,8 +39,12 @@ def pair_sides(pairs, source_language):
     return sources, targets
 
 
-def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, seed=0):
-    """Batches ``((source, [START] target), target [END])``, bucketed by length."""
+def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, seed=0,
+                 links=None):
+    """Batches ``((source, [START] target), target [END])``, bucketed by length; with
+    ``links`` (per pair, ``(target piece, source piece)`` pairs: ``alignment``), the
+    inputs also hold them as a 0/1 array ``[batch, target + 1, source]`` (the [END]
+    row has none)."""
     source_rows = model.preprocessor.source_rows(sources)
     target_rows = model.preprocessor.target_rows(targets)
     keep = [
@@ -50,10 +56,17 @@ def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, 
         sources_ids = pad_batch([source_rows[i] for i in batch])
         decoder_in = pad_batch([[START_ID] + target_rows[i] for i in batch])
         decoder_out = pad_batch([target_rows[i] + [END_ID] for i in batch])
-        return (sources_ids, decoder_in), decoder_out
+        if links is None:
+            return (sources_ids, decoder_in), decoder_out
+        linked = np.zeros(decoder_out.shape + sources_ids.shape[1:], np.int32)
+        for row, i in enumerate(batch):
+            for target, source in links[i]:
+                linked[row, target, source] = 1
+        return (sources_ids, decoder_in, linked), decoder_out
 
     spec = Ids()
-    return bucketed_dataset(keep, lambda i: len(target_rows[i]), batch_of, ((spec, spec), spec),
+    inputs = (spec, spec) if links is None else (spec, spec, Ids(rank=3))
+    return bucketed_dataset(keep, lambda i: len(target_rows[i]), batch_of, (inputs, spec),
                             batch_size, shuffle, seed)
 
 
@@ -179,9 +192,31 @@ class TranslationTask(Task):
         return {name: pair_sides(subset, self.recipe.source_language)
                 for name, subset in tatoeba.split(pairs).items()}
 
+    @functools.cached_property
+    def initial_preset(self):
+        """The preset a fine-tune starts from (``recipe.initial_preset``), or None."""
+        name = self.recipe.initial_preset
+        if name is None:
+            return None
+        model = presets.load(name)
+        metadata = model.preset_metadata
+        expected = (self.recipe.model, self.recipe.source_language, self.recipe.target_language)
+        found = (type(model).__name__, model.source_language, model.target_language)
+        if found != expected:
+            raise recipes.RecipeError(
+                f"{self.recipe.name}: initial_preset {name!r} is {found[0]}, {found[1]} -> "
+                f"{found[2]}; the recipe trains {expected[0]}, {expected[1]} -> "
+                f"{expected[2]}.")
+        self.printer(f"starting from the preset {name} ({metadata.get('headline', '')})")
+        return model
+
     def build_preprocessor(self, splits):
         """WordPiece pieces of the recipe's ``vocabulary`` sizes, or (``"subwords": false``)
-        whole words seen at least ``min_count`` times."""
+        whole words seen at least ``min_count`` times; a fine-tune keeps its preset's (a
+        vocabulary learned again would differ: the WordPiece trainer is not
+        deterministic, and the weights were trained on the preset's ids)."""
+        if self.initial_preset is not None:
+            return self.initial_preset.preprocessor
         recipe, settings = self.recipe, self.recipe.vocabulary
         languages = recipe.source_language, recipe.target_language
         max_source_length = recipe.model_config.get("max_source_length", 64)
@@ -204,13 +239,22 @@ class TranslationTask(Task):
             len(preprocessor.target_vocabulary), **recipe.model_config)
         model.build()
         model.set_preprocessor(preprocessor)
+        if self.initial_preset is not None:
+            _copy_weights(self.initial_preset, model, recipe.initial_preset)
         return model
 
     def datasets(self, model, splits, seed):
         batch_size = self.recipe.batch_size
+        links = (alignment.training_links(model.preprocessor, *splits["train"], self.printer)
+                 if self.recipe.guided_alignment else None)
         return (make_dataset(model, *splits["train"], batch_size, shuffle=True,
-                             max_tokens=self.recipe.max_train_tokens, seed=seed),
+                             max_tokens=self.recipe.max_train_tokens, seed=seed, links=links),
                 make_dataset(model, *splits["validation"], batch_size, shuffle=False))
+
+    def training_view(self, model):
+        if not self.recipe.guided_alignment:
+            return model
+        return alignment.GuidedAlignmentTraining(model, self.recipe.guided_alignment["weight"])
 
     def compile(self, model, steps_per_epoch, epochs):
         compile_for_training(model, self.recipe.learning_rate,
@@ -236,12 +280,21 @@ class TranslationTask(Task):
                            "target": len(preprocessor.target_vocabulary), **recipe.vocabulary,
                            "pieces": "WordPiece (zoo.text.wordpiece)" if preprocessor.subwords
                            else "whole words"},
-            "training": record,
+            "training": {**record, **self.initial_preset_record()},
             f"validation_{metric}": tune_decoding(model, *splits["validation"], metric,
                                                   self.printer),
             "length_penalty": model.length_penalty,
             "weights_dtype": recipe.weights_dtype,
         }
+
+    def initial_preset_record(self):
+        """What the metadata's training record says of the preset a fine-tune started
+        from: its name and the checksum of the weights it started from."""
+        if self.initial_preset is None:
+            return {}
+        files = self.initial_preset.preset_metadata["files"]
+        return {"initial_preset": {"name": self.recipe.initial_preset,
+                                   "weights_sha256": files[presets.WEIGHTS_FILE]}}
 
     def data_description(self, splits):
         if self.recipe.corpus.startswith("tfds:"):
@@ -303,6 +356,16 @@ class TranslationTask(Task):
                 [f"BLEU {bleu['score']}  ({bleu['signature']})",
                  f"chrF {chrf['score']}  ({chrf['signature']})",
                  f"[UNK] in {holes['count']} of {holes['examples']} outputs ({holes['percent']}%)"])
+
+
+def _copy_weights(source, model, name):
+    """The weights of the preset ``source`` into ``model``, built alike from the recipe."""
+    weights = source.get_weights()
+    shapes = [w.shape for w in weights], [tuple(v.shape) for v in model.weights]
+    if shapes[0] != shapes[1]:
+        raise recipes.RecipeError(f"initial_preset {name!r} has weights of other shapes than "
+                                  f"the recipe's model (its model_config differs).")
+    model.set_weights(weights)
 
 
 def _translate_with_progress(model, sources, beam_size, batch_size):
@@ -476,6 +539,10 @@ def model_card(metadata):
                      f"{retuned['length_penalties']} after training: `{retuned['command']}`")
     if "length_penalty" in metadata:
         lines.append(f"- beam length penalty: {metadata['length_penalty']}")
+    if "initial_preset" in training:
+        start = training["initial_preset"]
+        lines.append(f"- started from the preset `{start['name']}` (its vocabularies and "
+                     f"weights, sha256 {start['weights_sha256'][:12]}...)")
     return "\n".join(lines + [""])
 
 
