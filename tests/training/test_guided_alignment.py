@@ -181,6 +181,7 @@ def test_a_fine_tune_starts_from_its_presets_vocabulary_and_weights(tmp_path):
         TranslationTask(other_way, printer=lambda line: None).build_preprocessor(None)
 
 
+@pytest.mark.slow  # with the slow tests: CI installs the extra align (eflomal) for them
 def test_eflomal_links_words_of_a_small_corpus():
     pytest.importorskip("eflomal")
     # Word-by-word pairs, repeated so that the aligner learns them; words shuffled
