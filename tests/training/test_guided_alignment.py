@@ -53,6 +53,8 @@ def test_word_links_reach_every_piece_of_both_words():
     assert preprocessor.target_pieces(target) == ["le", "##s", "chat", "##s", "."]
     (source_words,), (target_words,) = alignment.pair_words(preprocessor, [source], [target])
     assert (source_words, target_words) == (["the", "cats", "."], ["les", "chats", "."])
+    assert preprocessor.piece_starts(source_words, preprocessor.source_vocabulary) == [0, 1, 3, 4]
+    assert preprocessor.piece_starts(target_words, preprocessor.target_vocabulary) == [0, 2, 4, 5]
     links = {(0, 0), (1, 1), (2, 2)}  # the-les, cats-chats, .-.
     assert alignment.piece_links(links, source_words, target_words, preprocessor) == {
         (0, 0), (1, 0),  # le ##s -> the

@@ -254,11 +254,10 @@ def source_word_pieces(preprocessor, text):
     """Per source word, the positions of its pieces among the source pieces (the words
     ``preprocessor.alignment`` has columns for; a word past ``max_source_length`` has no
     piece left and is not listed)."""
-    positions, start = [], 0
-    for word in preprocessor.source_words(text):
-        count = len(preprocessor.pieces([word], preprocessor.source_vocabulary))
-        positions.append(list(range(start, min(start + count, preprocessor.max_source_length))))
-        start += count
+    starts = preprocessor.piece_starts(preprocessor.source_words(text),
+                                       preprocessor.source_vocabulary)
+    positions = [list(range(start, min(end, preprocessor.max_source_length)))
+                 for start, end in zip(starts, starts[1:])]
     return [p for p in positions if p]
 
 

@@ -119,6 +119,14 @@ class TranslationPreprocessor:
             return list(words)
         return wordpiece.split_words(words, vocabulary, OOV)
 
+    def piece_starts(self, words, vocabulary):
+        """Where each word's pieces begin among ``pieces(words, vocabulary)``, and (last)
+        how many pieces there are: word ``i`` is pieces ``starts[i]:starts[i + 1]``."""
+        starts = [0]
+        for word in words:
+            starts.append(starts[-1] + len(self.pieces([word], vocabulary)))
+        return starts
+
     def source_pieces(self, text):
         """The pieces the encoder reads, cut to ``max_source_length``."""
         return self.pieces(self.source_words(text), self.source_vocabulary)[: self.max_source_length]
@@ -186,9 +194,9 @@ class TranslationPreprocessor:
         if level == "piece":
             return Alignment(source_pieces, produced_pieces, weights)
         source_words = self.source_words(text)
-        source_index = [word for word, count in enumerate(
-            len(self.pieces([w], self.source_vocabulary)) for w in source_words)
-            for _ in range(count)][: len(source_pieces)]
+        starts = self.piece_starts(source_words, self.source_vocabulary)
+        source_index = [word for word in range(len(source_words))
+                        for _ in range(starts[word], starts[word + 1])][: len(source_pieces)]
         produced_index = (wordpiece.word_indices(produced_pieces) if self.subwords
                           else list(range(len(produced_pieces))))
         produced_words = self.output_words(ids)

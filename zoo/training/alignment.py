@@ -106,20 +106,12 @@ def piece_links(links, source_words, target_words, preprocessor):
     """The word links of one pair brought to pieces: ``(target piece, source piece)``
     for every piece of each linked word (a word's pieces inherit its links); source
     pieces past ``max_source_length`` (cut off the encoder's input) are dropped."""
-    source_starts = _piece_starts(source_words, preprocessor, preprocessor.source_vocabulary)
-    target_starts = _piece_starts(target_words, preprocessor, preprocessor.target_vocabulary)
+    source_starts = preprocessor.piece_starts(source_words, preprocessor.source_vocabulary)
+    target_starts = preprocessor.piece_starts(target_words, preprocessor.target_vocabulary)
     return {(t, s) for i, j in links
             for s in range(source_starts[i], source_starts[i + 1])
             if s < preprocessor.max_source_length
             for t in range(target_starts[j], target_starts[j + 1])}
-
-
-def _piece_starts(words, preprocessor, vocabulary):
-    """Where each word's pieces begin, and (last) how many pieces there are."""
-    starts = [0]
-    for word in words:
-        starts.append(starts[-1] + len(preprocessor.pieces([word], vocabulary)))
-    return starts
 
 
 def training_links(preprocessor, sources, targets, printer=print):
