@@ -63,6 +63,26 @@ def test_many_queries_equal_one_at_a_time(name, batch, rng):
         np.testing.assert_allclose(weights[:, step], w, atol=1e-6)
 
 
+@pytest.mark.parametrize("queries", [None, 5])
+def test_reweight_replaces_the_weights_the_context_is_formed_from(batch, rng, queries):
+    query, memory, mask = batch
+    if queries:
+        query = rng.normal(size=(3, queries, 4)).astype("float32")
+    attention = ATTENTIONS["bahdanau"]()
+    seen = []
+
+    def reversed_weights(weights):
+        seen.append(np.array(weights))
+        return weights[..., ::-1]
+
+    context, weights = attention(query, memory, memory_mask=mask, reweight=reversed_weights)
+    _, original = attention(query, memory, memory_mask=mask)
+    np.testing.assert_array_equal(seen[0], original)  # it is given the weights as returned
+    np.testing.assert_allclose(weights, np.array(original)[..., ::-1], atol=1e-7)
+    einsum = "bs,bsd->bd" if queries is None else "bqs,bsd->bqd"
+    np.testing.assert_allclose(context, np.einsum(einsum, weights, memory), atol=1e-5)
+
+
 def test_fully_masked_row_gives_zero_weights_and_context(batch):
     query, memory, _ = batch
     mask = np.zeros((3, 6), bool)

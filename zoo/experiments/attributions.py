@@ -274,25 +274,16 @@ def first_piece_columns(preprocessor, text):
 # -- replacing the attention ------------------------------------------------------------------
 def step_function(model, replace=None):
     """A ``zoo.decoding`` step function ``(tokens, state, memory) -> (logits, state,
-    weights)``. Without ``replace`` it is the model's own ``decode_step``; with it, the
-    same step (the model's attention, cell and output layers) with the weights given
-    by ``replace(weights, memory, step)`` and the context recomputed from them.
+    weights)``: the model's own ``decode_step``; with ``replace``, the attention weights
+    are replaced by ``replace(weights, memory, step)`` before the context is formed.
     ``state``: ``{"decoder", "step"}``; ``memory``: the rest of ``model.encode``'s state."""
 
     def step(tokens, state, memory):
-        if replace is None:
-            logits, new_state, weights = model.decode_step(
-                tokens, {**memory, "decoder": state["decoder"]})
-            return logits, {"decoder": new_state["decoder"], "step": state["step"] + 1}, weights
-        embedded = model.target_embedding(tokens)
-        _, weights = model.attention(state["decoder"], memory["memory"], keys=memory["keys"],
-                                     memory_mask=memory["mask"])
-        weights = replace(weights, memory, state["step"])
-        context = ops.squeeze(ops.matmul(ops.expand_dims(weights, 1), memory["memory"]), 1)
-        decoder, _ = model.decoder_cell(ops.concatenate([embedded, context], axis=-1),
-                                        [state["decoder"]])
-        logits = model.logits(ops.concatenate([decoder, context, embedded], axis=-1))
-        return logits, {"decoder": decoder, "step": state["step"] + 1}, weights
+        reweight = None if replace is None else (
+            lambda weights: replace(weights, memory, state["step"]))
+        logits, new_state, weights = model.decode_step(
+            tokens, {**memory, "decoder": state["decoder"]}, reweight=reweight)
+        return logits, {"decoder": new_state["decoder"], "step": state["step"] + 1}, weights
 
     return step
 

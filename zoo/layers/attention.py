@@ -31,7 +31,9 @@ class _MemoryAttention(keras.layers.Layer):
         """Unnormalised scores ``[batch, queries, source_len]`` for 3-D queries."""
         raise NotImplementedError
 
-    def call(self, query, memory, keys=None, memory_mask=None):
+    def call(self, query, memory, keys=None, memory_mask=None, reweight=None):
+        """``reweight``: a function of the weights whose result the context is formed
+        from (and returned) instead: an experiment that replaces the attention."""
         single_step = len(query.shape) == 2
         if single_step:
             query = ops.expand_dims(query, 1)
@@ -47,6 +49,10 @@ class _MemoryAttention(keras.layers.Layer):
             weights = ops.where(valid, ops.softmax(scores, axis=-1), ops.zeros_like(scores))
         else:
             weights = ops.softmax(scores, axis=-1)
+        if reweight is not None and single_step:  # it sees the weights the caller gets
+            weights = ops.expand_dims(reweight(ops.squeeze(weights, 1)), 1)
+        elif reweight is not None:
+            weights = reweight(weights)
         context = ops.matmul(weights, memory)
         if single_step:
             context, weights = ops.squeeze(context, 1), ops.squeeze(weights, 1)

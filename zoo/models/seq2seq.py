@@ -571,15 +571,16 @@ class AttentionSeq2Seq(Seq2Seq):
             "mask": mask,
         }
 
-    def _cell_step(self, embedded, state, training=False):
-        cell_input, context, weights = self._decoder_cell_input(embedded, state)
+    def _cell_step(self, embedded, state, training=False, reweight=None):
+        cell_input, context, weights = self._decoder_cell_input(embedded, state, reweight)
         decoder_state, _ = self.decoder_cell(cell_input, [state["decoder"]], training=training)
         return decoder_state, context, weights
 
-    def _decoder_cell_input(self, embedded, state):
+    def _decoder_cell_input(self, embedded, state, reweight=None):
         """``([E y_{t-1}; c_t], c_t, a_t)``: what the decoder cell reads at a step."""
         context, weights = self.attention(
-            state["decoder"], state["memory"], keys=state["keys"], memory_mask=state["mask"]
+            state["decoder"], state["memory"], keys=state["keys"], memory_mask=state["mask"],
+            reweight=reweight
         )
         return ops.concatenate([embedded, context], axis=-1), context, weights
 
@@ -604,9 +605,11 @@ class AttentionSeq2Seq(Seq2Seq):
                                             [encoded["decoder"]], cell_input)
         return encoder, [decoder]
 
-    def decode_step(self, tokens, state, output_kernel=None):
+    def decode_step(self, tokens, state, output_kernel=None, reweight=None):
+        """``reweight``: replaces the attention weights before the context is formed
+        from them (``BahdanauAttention``; ``zoo.experiments.attributions``)."""
         embedded = self.target_embedding(tokens)
-        decoder_state, context, weights = self._cell_step(embedded, state)
+        decoder_state, context, weights = self._cell_step(embedded, state, reweight=reweight)
         logits = self.logits(ops.concatenate([decoder_state, context, embedded], axis=-1),
                              output_kernel=output_kernel)
         return logits, {**state, "decoder": decoder_state}, weights
