@@ -68,6 +68,24 @@ def test_bleu_uses_one_tokenizer_per_target_language():
 # -- chrF -----------------------------------------------------------------------------
 
 
+def test_bleu_gain_is_the_difference_with_a_paired_bootstrap_interval():
+    references = ["the cat sat on the mat", "a dog ran in the park", "it is raining today",
+                  "we read a good book", "she plays the piano well", "they left early"]
+    better = list(references[:4]) + ["she plays piano", "they left"]
+    worse = ["the cat sat", "a dog ran", "it rains", "we read books", "she plays", "left"]
+    result = evaluation.bleu_gain(better, worse, references, "en", resamples=200)
+    expected = (evaluation.bleu(better, references, "en")["score"]
+                - evaluation.bleu(worse, references, "en")["score"])
+    assert abs(result["gain"] - expected) <= 0.011  # both rounded to 2 decimals
+    low, high = result["interval_95"]
+    assert 0 < low <= result["gain"] <= high  # better on every sentence: every draw gains
+    assert result == evaluation.bleu_gain(better, worse, references, "en", resamples=200)
+    same = evaluation.bleu_gain(worse, worse, references, "en", resamples=50)
+    assert same["gain"] == 0 and same["interval_95"] == [0, 0]
+    with pytest.raises(ValueError, match="one hypothesis per reference"):
+        evaluation.bleu_gain(better[:3], worse, references, "en")
+
+
 def test_chrf_matches_sacrebleu():
     hypotheses = ["Je suis content.", "Bonjour !", "Il lit un livre."]
     references = ["Je suis heureux.", "Bonjour.", "Il a lu un livre."]

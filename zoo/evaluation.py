@@ -37,6 +37,28 @@ def bleu(hypotheses, references, target_language):
     return {"score": round(score.score, 2), "signature": str(metric.get_signature())}
 
 
+def bleu_gain(hypotheses, baseline, references, target_language, resamples=1000, seed=0):
+    """The BLEU of ``hypotheses`` minus that of ``baseline`` on the same references, with
+    a 95% paired bootstrap interval (Koehn 2004): ``resamples`` draws of the sentences
+    with replacement, both systems scored on each draw, from sacreBLEU's per-sentence
+    statistics (as its own paired bootstrap test computes them)."""
+    hypotheses, references = _paired(hypotheses, references)
+    baseline, _ = _paired(baseline, references)
+    metric = sacrebleu.metrics.BLEU(tokenize=BLEU_TOKENIZE[target_language])
+    statistics = [np.asarray(metric._extract_corpus_statistics(system, [references]))
+                  for system in (hypotheses, baseline)]
+
+    def gain(rows):
+        return (metric._compute_score_from_stats(statistics[0][rows].sum(axis=0)).score
+                - metric._compute_score_from_stats(statistics[1][rows].sum(axis=0)).score)
+
+    rng = np.random.default_rng(seed)
+    draws = [gain(rng.integers(0, len(references), len(references))) for _ in range(resamples)]
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return {"gain": round(gain(np.arange(len(references))), 2),
+            "interval_95": [round(float(low), 2), round(float(high), 2)], "resamples": resamples}
+
+
 def chrf(hypotheses, references):
     hypotheses, references = _paired(hypotheses, references)
     metric = sacrebleu.metrics.CHRF()
@@ -130,15 +152,17 @@ def bleu_by_source_length(sources, hypotheses, references, source_language, targ
                             lambda h, r: bleu(h, r, target_language)["score"], "bleu")
 
 
+def length_buckets(sources, source_language):
+    """The positions of the sources in each source-length bucket (in tokens) that has any."""
+    lengths = [source_length(text, source_language) for text in sources]
+    buckets = {bucket_name(low, high): [i for i, length in enumerate(lengths)
+                                        if low <= length <= (high or 10**9)]
+               for low, high in LENGTH_BUCKETS}
+    return {name: chosen for name, chosen in buckets.items() if chosen}
+
+
 def by_source_length(sources, hypotheses, references, source_language, score, name):
     """``score(hypotheses, references)`` per source-length bucket, in tokens."""
-    buckets = {}
-    for low, high in LENGTH_BUCKETS:
-        chosen = [
-            i for i, text in enumerate(sources)
-            if low <= source_length(text, source_language) <= (high or 10**9)
-        ]
-        if chosen:
-            value = score([hypotheses[i] for i in chosen], [references[i] for i in chosen])
-            buckets[bucket_name(low, high)] = {name: value, "sentences": len(chosen)}
-    return buckets
+    return {bucket: {name: score([hypotheses[i] for i in chosen], [references[i] for i in chosen]),
+                     "sentences": len(chosen)}
+            for bucket, chosen in length_buckets(sources, source_language).items()}

@@ -21,7 +21,7 @@ import numpy as np
 
 import zoo
 import zoo.models
-from zoo import plots
+from zoo import evaluation, plots
 from zoo.training import translation
 from zoo.data import synthetic
 from zoo.text import TranslationPreprocessor, Vocabulary
@@ -48,14 +48,33 @@ def translation_by_length(quick, printer):
         sources, references = sources[:60], references[:60]
     beam = 1 if quick else 5
     results = {"test_sentences": len(sources), "beam_size": beam, "models": {}}
+    outputs = {}
     for kind, name in PRESETS.items():
         model = zoo.load(name)
-        scores, _ = translation.score_translations(model, sources, references, beam_size=beam)
+        scores, outputs[kind] = translation.score_translations(model, sources, references,
+                                                               beam_size=beam)
         results["models"][kind] = {"preset": name, "bleu": scores["bleu"]["score"],
                                    "bleu_by_source_length": scores["bleu_by_source_length"]}
         printer(f"{name}: BLEU {scores['bleu']['score']} by length "
                 f"{ {k: v['bleu'] for k, v in scores['bleu_by_source_length'].items()} }")
+    results["gain_by_source_length"] = gain_by_source_length(
+        sources, outputs["attention"], outputs["no attention"], references, model)
+    printer(f"attention's gain by length (95% interval): "
+            f"{ {k: (v['gain'], v['interval_95']) for k, v in results['gain_by_source_length'].items()} }")
     return results
+
+
+def gain_by_source_length(sources, attention, baseline, references, model):
+    """Per source-length bucket, attention's BLEU gain over the fixed-length model with a
+    95% paired bootstrap interval: are the small buckets of long sentences telling?"""
+    gains = {}
+    for bucket, chosen in evaluation.length_buckets(sources, model.source_language).items():
+        gains[bucket] = {**evaluation.bleu_gain([attention[i] for i in chosen],
+                                                [baseline[i] for i in chosen],
+                                                [references[i] for i in chosen],
+                                                model.target_language),
+                         "sentences": len(chosen)}
+    return gains
 
 
 def plot_translation(results, path):
