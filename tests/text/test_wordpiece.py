@@ -178,6 +178,28 @@ def test_word_level_attention_sums_source_pieces_and_averages_produced_pieces():
     np.testing.assert_allclose(words.weights.sum(axis=1), 1.0)
 
 
+def test_word_level_rows_follow_the_words_of_the_translation_text():
+    """Pieces joined into one word may be two words of the text ("l'" "##été" reads
+    "l'été", which zoo.text.tokenize splits after the elision): each gets the joined
+    word's row, so the rows match tokenize(translation) (what scoring re-reads)."""
+    from zoo import evaluation
+    from zoo.text import Vocabulary
+
+    source = Vocabulary(list(SPECIAL_TOKENS) + ["the", "summer", "."])
+    target = Vocabulary(list(SPECIAL_TOKENS) + ["l'", "##été", "."])
+    preprocessor = TranslationPreprocessor("en", "fr", source, target)
+    ids = [target.encode([t])[0] for t in ["l'", "##été", ".", "[UNK]"]] + [3]
+    weights = np.array([[0.6, 0.4, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.5, 0.5, 0.0],
+                        [1.0, 0.0, 0.0]])
+    words = preprocessor.alignment("the summer.", ids, weights)
+    translation = preprocessor.decode_target(ids)
+    assert translation == "l'été. [UNK]"
+    assert words.produced == ["l'", "été", ".", "[UNK]"]
+    assert words.produced == evaluation.produced_words(translation, "fr")
+    np.testing.assert_allclose(words.weights, [[0.3, 0.7, 0], [0.3, 0.7, 0], [0, 0, 1],
+                                               [0.5, 0.5, 0]])
+
+
 def test_outputs_with_holes_are_counted():
     from zoo import evaluation
 

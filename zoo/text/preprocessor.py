@@ -205,6 +205,12 @@ class TranslationPreprocessor:
         rows = np.zeros((len(produced_words), len(produced_pieces)))
         rows[produced_index, np.arange(len(produced_pieces))] = 1
         rows /= np.maximum(rows.sum(axis=1, keepdims=True), 1)
+        if self.subwords:  # joined pieces may hold more than one word ("l'" "##été")
+            parts = [(part, row) for row, word in enumerate(produced_words)
+                     for part in ([word] if word == OOV
+                                  else tokenizers.tokenize(word, self.target_language))]
+            produced_words = [part for part, _ in parts]
+            rows = rows[[row for _, row in parts]].reshape(len(parts), len(produced_pieces))
         return Alignment(source_words, produced_words, rows @ weights @ columns)
 
     # -- assets and the runner's config -------------------------------------------------------
