@@ -72,13 +72,16 @@ def test_reweight_replaces_the_weights_the_context_is_formed_from(batch, rng, qu
     seen = []
 
     def reversed_weights(weights):
-        seen.append(np.array(weights))
-        return weights[..., ::-1]
+        seen.append(keras.ops.convert_to_numpy(weights))
+        return keras.ops.flip(weights, axis=-1)
 
-    context, weights = attention(query, memory, memory_mask=mask, reweight=reversed_weights)
+    context, weights = keras.tree.map_structure(keras.ops.convert_to_numpy, attention(
+        query, memory, memory_mask=mask, reweight=reversed_weights))
     _, original = attention(query, memory, memory_mask=mask)
-    np.testing.assert_array_equal(seen[0], original)  # it is given the weights as returned
-    np.testing.assert_allclose(weights, np.array(original)[..., ::-1], atol=1e-7)
+    # It is given the weights as the layer returns them.
+    np.testing.assert_array_equal(seen[0], keras.ops.convert_to_numpy(original))
+    np.testing.assert_allclose(weights, keras.ops.convert_to_numpy(original)[..., ::-1],
+                               atol=1e-7)
     einsum = "bs,bsd->bd" if queries is None else "bqs,bsd->bqd"
     np.testing.assert_allclose(context, np.einsum(einsum, weights, memory), atol=1e-5)
 
