@@ -12,6 +12,7 @@ import pytest
 import sacrebleu
 
 from zoo import evaluation
+from zoo.text.preprocessor import translation_words
 
 # -- BLEU ----------------------------------------------------------------------------
 
@@ -268,7 +269,7 @@ def test_an_unknown_word_in_the_output_is_one_produced_word_as_in_the_attention_
     ids = [vocabulary.encode(["I"])[0], 1, vocabulary.encode(["."])[0]]  # 1: [UNK]
     output = preprocessor.decode_translation(preprocessor.encode_sources([source])[0], ids)
     assert output == "I [UNK]."
-    words = evaluation.produced_words(output, "en")
+    words = translation_words(output, "en")
     assert words == preprocessor.output_words(ids) == ["I", "[UNK]", "."]
     source_words = preprocessor.source_words(source)
     weights = np.zeros((3, len(source_words)))

@@ -6,6 +6,7 @@ import numpy as np
 import sacrebleu
 
 from zoo.text import tokenizers
+from zoo.text.preprocessor import translation_words
 from zoo.text.vocabulary import OOV
 
 # sacreBLEU's tokenizer for each target language: its own Chinese tokenizer for
@@ -85,16 +86,6 @@ def punctuation_only(word):
     return bool(word) and all(unicodedata.category(ch).startswith("P") for ch in word)
 
 
-def produced_words(output, language):
-    """A translation's words as its word-level attention has rows for them: as
-    ``tokenizers.tokenize`` splits the text, except that an ``[UNK]`` the decoder wrote
-    stays one word (tokenize would read ``[``, ``UNK``, ``]``)."""
-    words = []
-    for index, part in enumerate(output.split(OOV)):
-        words += [OOV] * (index > 0) + tokenizers.tokenize(part, language)
-    return words
-
-
 def attention_on_punctuation(sources, outputs, attentions, source_language, target_language):
     """How often a translator's attention is unreadable: of the produced words that are
     not punctuation, the share whose strongest weight falls on a source word made only
@@ -107,7 +98,7 @@ def attention_on_punctuation(sources, outputs, attentions, source_language, targ
     counts = {"words": 0, "on_punctuation": 0, "first_words": 0, "first_on_punctuation": 0}
     for source, output, weights in zip(sources, outputs, attentions, strict=True):
         source_words = tokenizers.tokenize(source, source_language)
-        produced = produced_words(output, target_language)
+        produced = translation_words(output, target_language)
         if np.shape(weights) != (len(produced), len(source_words)):
             raise ValueError(f"Attention of shape {np.shape(weights)} for {len(produced)} "
                              f"produced and {len(source_words)} source words: {output!r:.60}")

@@ -182,8 +182,8 @@ def test_word_level_rows_follow_the_words_of_the_translation_text():
     """Pieces joined into one word may be two words of the text ("l'" "##été" reads
     "l'été", which zoo.text.tokenize splits after the elision): each gets the joined
     word's row, so the rows match tokenize(translation) (what scoring re-reads)."""
-    from zoo import evaluation
     from zoo.text import Vocabulary
+    from zoo.text.preprocessor import translation_words
 
     source = Vocabulary(list(SPECIAL_TOKENS) + ["the", "summer", "."])
     target = Vocabulary(list(SPECIAL_TOKENS) + ["l'", "##été", "."])
@@ -195,7 +195,7 @@ def test_word_level_rows_follow_the_words_of_the_translation_text():
     translation = preprocessor.decode_target(ids)
     assert translation == "l'été. [UNK]"
     assert words.produced == ["l'", "été", ".", "[UNK]"]
-    assert words.produced == evaluation.produced_words(translation, "fr")
+    assert words.produced == translation_words(translation, "fr")
     np.testing.assert_allclose(words.weights, [[0.3, 0.7, 0], [0.3, 0.7, 0], [0, 0, 1],
                                                [0.5, 0.5, 0]])
 

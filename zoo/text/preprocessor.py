@@ -207,10 +207,9 @@ class TranslationPreprocessor:
         rows /= np.maximum(rows.sum(axis=1, keepdims=True), 1)
         if self.subwords:  # joined pieces may hold more than one word ("l'" "##été")
             parts = [(part, row) for row, word in enumerate(produced_words)
-                     for part in ([word] if word == OOV
-                                  else tokenizers.tokenize(word, self.target_language))]
+                     for part in translation_words(word, self.target_language)]
             produced_words = [part for part, _ in parts]
-            rows = rows[[row for _, row in parts]].reshape(len(parts), len(produced_pieces))
+            rows = rows[[row for _, row in parts]]
         return Alignment(source_words, produced_words, rows @ weights @ columns)
 
     # -- assets and the runner's config -------------------------------------------------------
@@ -271,6 +270,16 @@ class TranslationPreprocessor:
     def graph(self):
         """The same encoding and decoding in graph ops (``GraphTranslationPreprocessor``)."""
         return GraphTranslationPreprocessor(self)
+
+
+def translation_words(text, language):
+    """A translation's words as its word-level attention has rows for them: as
+    ``tokenizers.tokenize`` splits the text, except that an ``[UNK]`` the decoder wrote
+    stays one word (tokenize would read ``[``, ``UNK``, ``]``)."""
+    words = []
+    for index, part in enumerate(text.split(OOV)):
+        words += [OOV] * (index > 0) + tokenizers.tokenize(part, language)
+    return words
 
 
 def single_characters(texts, language):
