@@ -89,6 +89,17 @@ def test_greedy_work_counts_each_sentence_to_its_end(toy_translators):
         "matmul rate (100 GFLOP/s)"]
 
 
+def test_paired_speed_ratio_is_the_median_of_each_rounds_ratio():
+    baseline = [2.0, 2.0, 4.0, 2.0, 9.0]
+    this = [1.0, 4.0, 2.0, 1.0, 3.0]  # ratios 2, 0.5, 2, 2, 3: a slow round hits both sides
+    paired = benchmark.paired_speed_ratio(this, baseline, resamples=500)
+    assert paired["ratio"] == 2.0
+    low, high = paired["interval_95"]
+    assert 0.5 <= low <= 2.0 <= high <= 3.0
+    steady = benchmark.paired_speed_ratio([1.0] * 8, [1.25] * 8)
+    assert steady == {"ratio": 1.25, "interval_95": [1.25, 1.25]}
+
+
 def test_decoding_benchmark_needs_a_checkout_to_compare_with(tmp_path):
     with pytest.raises(ValueError, match="--baseline must be a checkout of the zoo"):
         benchmark.benchmark_decoding("gru_bahdanau_cmn_en", tmp_path)
@@ -107,6 +118,10 @@ def test_decoding_benchmark_compares_two_processes_case_by_case():
                                                                         (5, 1)]
     for case in results["cases"]:
         assert case["sentences_per_second"] > 0 and case["baseline_sentences_per_second"] > 0
+        # One round: its ratio is the ratio of the two speeds, and nothing to resample.
         assert case["ratio"] == pytest.approx(
             case["sentences_per_second"] / case["baseline_sentences_per_second"])
+        assert case["interval_95"] == pytest.approx([case["ratio"]] * 2)
     assert lines[2].startswith("greedy, batch of 4")
+    ratio = results["cases"][0]["ratio"]
+    assert lines[2].endswith(f"{ratio:>8.2f}  {ratio:.2f}-{ratio:.2f}")

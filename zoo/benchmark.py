@@ -29,8 +29,9 @@ def _median_seconds(function, repeats):
     return statistics.median(samples)
 
 
-def alternate(functions, rounds, repeats_per_round):
-    """Median seconds per call of each function, measured round-robin."""
+def alternate_rounds(functions, rounds, repeats_per_round):
+    """Seconds per call of each function in each round, measured round-robin: a round
+    times every function once, one right after the other."""
     for function in functions.values():  # trace and warm up
         function()
         function()
@@ -38,7 +39,24 @@ def alternate(functions, rounds, repeats_per_round):
     for _ in range(rounds):
         for name, function in functions.items():
             samples[name].append(_median_seconds(function, repeats_per_round))
+    return samples
+
+
+def alternate(functions, rounds, repeats_per_round):
+    """Median seconds per call of each function, measured round-robin."""
+    samples = alternate_rounds(functions, rounds, repeats_per_round)
     return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def paired_speed_ratio(seconds, baseline_seconds, resamples=1000, seed=0):
+    """How many times as fast as a baseline, from rounds timed side by side: the median
+    over rounds of the baseline's time over this one's in the same round (a slow spell
+    of a shared machine then slows both sides of a ratio, not one side of a median),
+    with a 95% bootstrap interval of that median (``resamples`` draws of the rounds)."""
+    ratios = np.asarray(baseline_seconds, float) / np.asarray(seconds, float)
+    draws = np.random.default_rng(seed).integers(0, len(ratios), (resamples, len(ratios)))
+    low, high = np.percentile(np.median(ratios[draws], axis=1), [2.5, 97.5])
+    return {"ratio": float(np.median(ratios)), "interval_95": [float(low), float(high)]}
 
 
 def matmul_gflops(size=2048, repeats=10):
@@ -479,7 +497,8 @@ def benchmark_decoding(name, baseline, batch=64, latency_sentences=16, rounds=9,
     ``git worktree`` of an earlier commit), the same preset weights for both: greedy and
     beam 5, one batch of ``batch`` test sentences and one sentence per call, Keras
     ``model.translate``. Each side runs in its own process, one call at a time, rounds
-    alternating; medians. Returns the sentences/s of each side and their ratios."""
+    alternating. Returns the sentences/s of each side (medians) and, per case, the
+    median of the rounds' ratios with its 95% bootstrap interval (``paired_speed_ratio``)."""
     from zoo import presets
     from zoo.training import translation
 
@@ -498,29 +517,32 @@ def benchmark_decoding(name, baseline, batch=64, latency_sentences=16, rounds=9,
     cases = [("batch", beam, 1) for beam in (1, 5)] + [
         ("one", beam, latency_sentences) for beam in (1, 5)]
     try:
-        seconds = alternate({(side, case): (lambda w=worker, c=case: w.seconds(*c))
-                             for case in cases for side, worker in workers.items()},
-                            rounds, 1)
+        rounds_seconds = alternate_rounds(
+            {(side, case): (lambda w=worker, c=case: w.seconds(*c))
+             for case in cases for side, worker in workers.items()}, rounds, 1)
     finally:
         for worker in workers.values():
             worker.close()
     printer(f"zoo benchmark decoding {name}: this checkout against {baseline}, the same "
-            f"weights, Keras translate; medians of {rounds} alternating rounds (times measured "
-            "inside each process)")
-    printer(f"{'case':<28}{'this checkout':>15}{'baseline':>12}{'ratio':>8}")
-    results = {"preset": name, "baseline": str(baseline), "cases": []}
+            f"weights, Keras translate; {rounds} alternating rounds (times measured inside each "
+            "process): medians, and the median of each round's ratio with its 95% bootstrap "
+            "interval")
+    printer(f"{'case':<28}{'this checkout':>15}{'baseline':>12}{'ratio':>8}  95% interval")
+    results = {"preset": name, "baseline": str(baseline), "rounds": rounds, "cases": []}
     for texts_name, beam, calls in cases:
         count = len(texts[texts_name]) * calls
-        speeds = {side: count / seconds[side, (texts_name, beam, calls)] for side in workers}
-        ratio = speeds["this checkout"] / speeds["baseline"]
+        seconds = {side: rounds_seconds[side, (texts_name, beam, calls)] for side in workers}
+        speeds = {side: count / statistics.median(seconds[side]) for side in workers}
+        paired = paired_speed_ratio(seconds["this checkout"], seconds["baseline"])
+        low, high = paired["interval_95"]
         label = (f"{'greedy' if beam == 1 else 'beam 5'}, "
                  f"{'batch of ' + str(count) if texts_name == 'batch' else 'one per call'}")
         printer(f"{label:<28}{speeds['this checkout']:>11.0f} s/s{speeds['baseline']:>8.0f} s/s"
-                f"{ratio:>8.2f}")
+                f"{paired['ratio']:>8.2f}  {low:.2f}-{high:.2f}")
         results["cases"].append({"beam_size": beam, "batch": len(texts[texts_name]),
                                  "sentences_per_second": speeds["this checkout"],
                                  "baseline_sentences_per_second": speeds["baseline"],
-                                 "ratio": ratio})
+                                 **paired})
     return results
 
 
