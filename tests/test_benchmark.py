@@ -100,6 +100,15 @@ def test_paired_speed_ratio_is_the_median_of_each_rounds_ratio():
     assert steady == {"ratio": 1.25, "interval_95": [1.25, 1.25]}
 
 
+def test_rounds_alternate_their_order():
+    """Each function runs first in every other round, after the warm-up calls."""
+    calls = []
+    samples = benchmark.alternate_rounds(
+        {name: (lambda name=name: calls.append(name)) for name in "abc"}, 3, 1)
+    assert calls[6:] == list("abc") + list("cba") + list("abc")
+    assert {name: len(seconds) for name, seconds in samples.items()} == {"a": 3, "b": 3, "c": 3}
+
+
 def test_decoding_benchmark_needs_a_checkout_to_compare_with(tmp_path):
     with pytest.raises(ValueError, match="--baseline must be a checkout of the zoo"):
         benchmark.benchmark_decoding("gru_bahdanau_cmn_en", tmp_path)
