@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from zoo import backend
 from zoo.decoding.loop import decode, write_row, write_token
 from zoo.text.vocabulary import END_ID
 
@@ -72,14 +73,11 @@ class Beam:
         flat_index = ops.cast(flat_index, "int32")
         parent = ops.floor_divide(flat_index, vocab_size)  # [B, 2K]
         token = ops.mod(flat_index, vocab_size)
-        parent_rows = ops.reshape(parent + batch_offsets, (-1,))
         # The 2K extensions, each with its parent's past.
-        extended = {"tokens": write_token(
-            _take_beams(search["alive_tokens"], parent_rows, batch_size, doubled), t, token)}
+        extended = {"tokens": write_token(_pick(search["alive_tokens"], parent), t, token)}
         if "alive_history" in search:
-            rows = ops.reshape(_take_rows(attention, parent_rows), (batch_size, doubled, -1))
-            extended["history"] = write_row(
-                _take_beams(search["alive_history"], parent_rows, batch_size, doubled), t, rows)
+            rows = _pick(ops.reshape(attention, (batch_size, k, -1)), parent)
+            extended["history"] = write_row(_pick(search["alive_history"], parent), t, rows)
         # A hypothesis ends with [END], or at its sentence's last allowed token.
         at_limit = ops.expand_dims(t + 1 >= search["max_lengths"], -1)
         ends = ops.logical_or(ops.equal(token, END_ID), at_limit)
@@ -93,12 +91,11 @@ class Beam:
         advanced = {"alive_scores": open_scores, "finished_scores": pool_scores,
                     "max_lengths": search["max_lengths"]}
         for name, values in extended.items():
-            advanced["alive_" + name] = _pick(values, open_pick, batch_size)
+            advanced["alive_" + name] = _pick(values, open_pick)
             advanced["finished_" + name] = _pick(
-                ops.concatenate([search["finished_" + name], values], axis=1), pool_pick,
-                batch_size)
-        open_rows = ops.reshape(_pick(parent, open_pick, batch_size) + batch_offsets, (-1,))
-        next_tokens = ops.reshape(_pick(ops.expand_dims(token, -1), open_pick, batch_size), (-1,))
+                ops.concatenate([search["finished_" + name], values], axis=1), pool_pick)
+        open_rows = ops.reshape(_pick(parent, open_pick) + batch_offsets, (-1,))
+        next_tokens = ops.reshape(_pick(token, open_pick), (-1,))
         return next_tokens, advanced, open_rows
 
     def finished(self, search):
@@ -112,11 +109,10 @@ class Beam:
         scores, pick = ops.top_k(ops.concatenate([search["finished_scores"], open_scores], axis=1),
                                  self.num_hypotheses)
         pick = ops.cast(pick, "int32")
-        batch_size = ops.shape(scores)[0]
 
         def best(name):
             both = ops.concatenate([search["finished_" + name], search["alive_" + name]], axis=1)
-            return _pick(both, pick, batch_size)
+            return _pick(both, pick)
 
         return best("tokens"), scores, best("history") if "alive_history" in search else None
 
@@ -154,20 +150,16 @@ def _nth_best_settled(finished_scores, alive_scores, longest_penalty, num_hypoth
     return nth_finished >= best_possible
 
 
-def _take_rows(tensor, rows):
-    return ops.take(tensor, rows, axis=0)
+def _pick(tensor, positions):
+    """``tensor [B, M, ...]`` at ``positions [B, P]`` along its second axis: ``[B, P, ...]``."""
+    if backend.is_tensorflow():
+        import tensorflow as tf
 
-
-def _take_beams(tensor, rows, batch_size, beam_size):
-    """``tensor [B, K', ...]`` -> ``[B, beam_size, ...]``: the flat rows ``rows``
-    (``[B * beam_size]``, indices into the flattened ``[B * K', ...]``)."""
+        # One op: through keras.ops (take_along_axis, or the flat rows below) a dozen,
+        # and a beam step picks five times.
+        return tf.gather(tensor, positions, batch_dims=1)
+    batch_size, width = ops.shape(tensor)[0], ops.shape(tensor)[1]
     inner = ops.shape(tensor)[2:]
-    flat = ops.reshape(tensor, (-1, *inner))
-    return ops.reshape(_take_rows(flat, rows), (batch_size, beam_size, *inner))
-
-
-def _pick(tensor, positions, batch_size):
-    """``tensor [B, M, ...]`` at ``positions [B, P]`` along its second axis."""
-    width, picked = ops.shape(tensor)[1], ops.shape(positions)[1]
-    offsets = ops.expand_dims(ops.arange(batch_size, dtype="int32") * width, 1)
-    return _take_beams(tensor, ops.reshape(positions + offsets, (-1,)), batch_size, picked)
+    rows = ops.expand_dims(ops.arange(batch_size, dtype="int32") * width, 1) + positions
+    picked = ops.take(ops.reshape(tensor, (-1, *inner)), ops.reshape(rows, (-1,)), axis=0)
+    return ops.reshape(picked, (batch_size, ops.shape(positions)[1], *inner))

@@ -15,7 +15,8 @@ until all sentences are finished. With a static batch of one, every loop shape i
 static: that is what converts to TFLite builtin ops. On TensorFlow, with a batch that is
 not a static 1, the same loop drops each sentence's rows once it is finished
 (``tf.while_loop`` allows shapes that change): the later steps compute only for the
-sentences still open. Tested to give the same results. ``decode_stepwise`` drives the
+sentences still open (one loop for greedy search and sampling, two nested ones for beam
+search). Tested to give the same results. ``decode_stepwise`` drives the
 same step from Python, yielding each step's tokens: a language model's text shown as it
 is written, and the TFLite runner, whose step function is an interpreter call.
 
@@ -27,6 +28,14 @@ The strategy interface (duck-typed)::
     advance(t, logits, attention, search) -> (tokens [N], search, parent_rows [N] or None)
     finished(search) -> [B] bool            # nothing more to compute for these sentences
     result(search, steps) -> a tuple of [B, ...] tensors (or None) the search returns
+
+    full_batch_buffers                      # optional: see below
+
+A strategy whose ``result`` reads only some ``[B, ...]`` buffers of its search, and
+whose sentences each have one row (``Greedy``, ``Sampling``), names them in
+``full_batch_buffers`` and writes them at ``search["sentences"]`` when that is given
+(the open rows' batch positions): TensorFlow's fast path then keeps only the open rows
+of the rest at each step, and never gathers the buffers.
 
 ``history_shape`` is ``(max_length, S)`` when attention is to be kept, else None (the
 search then holds no attention buffer at all); ``attention`` is None then too.
@@ -46,17 +55,29 @@ def int_tensor(value):
     return ops.convert_to_tensor(value, "int32")
 
 
-def write_token(buffer, position, tokens):
-    """buffer[:, ..., position] = tokens, for an int buffer ``[..., L]``."""
+def write_token(buffer, position, tokens, rows=None):
+    """buffer[:, ..., position] = tokens, for an int buffer ``[..., L]``; or, given
+    ``rows [N]``, buffer[rows, position] = tokens in a buffer ``[B, L]``."""
+    if rows is not None:
+        return ops.scatter_update(buffer, _at(rows, position), tokens)
     hit = ops.equal(ops.arange(ops.shape(buffer)[-1], dtype="int32"), position)
     return ops.where(hit, ops.expand_dims(tokens, -1), buffer)
 
 
-def write_row(buffer, position, rows):
-    """buffer[..., position, :] = rows, for a float buffer ``[..., L, S]``."""
+def write_row(buffer, position, values, rows=None):
+    """buffer[..., position, :] = values, for a float buffer ``[..., L, S]``; or, given
+    ``rows [N]``, buffer[rows, position, :] = values in a buffer ``[B, L, S]``."""
+    values = ops.cast(values, buffer.dtype)
+    if rows is not None:
+        return ops.scatter_update(buffer, _at(rows, position), values)
     hit = ops.reshape(ops.equal(ops.arange(ops.shape(buffer)[-2], dtype="int32"), position),
                       (-1, 1))
-    return ops.where(hit, ops.expand_dims(ops.cast(rows, buffer.dtype), -2), buffer)
+    return ops.where(hit, ops.expand_dims(values, -2), buffer)
+
+
+def _at(rows, position):
+    """``[N, 2]`` scatter indices: (row, position) for each of ``rows``."""
+    return ops.stack([rows, ops.full(ops.shape(rows), position, "int32")], axis=1)
 
 
 def decode(step_fn, state, strategy, batch_size, max_length, source_length=None,
@@ -76,8 +97,9 @@ def decode(step_fn, state, strategy, batch_size, max_length, source_length=None,
         first_logits, max_lengths, memory)
     static_one = isinstance(batch_size, int) and batch_size == 1
     if backend.is_tensorflow() and not static_one:
-        return _decode_dropping_finished(step, strategy, max_length, batch_size, tokens, search,
-                                         state, memory)
+        dropping = (_decode_dropping_finished_rows if hasattr(strategy, "full_batch_buffers")
+                    else _decode_dropping_finished)
+        return dropping(step, strategy, max_length, batch_size, tokens, search, state, memory)
 
     def body(t, tokens, search, state):
         return t + 1, *step(t, tokens, search, state, memory)
@@ -196,12 +218,57 @@ def _without_memory(step_fn):
 
 
 def _take(nest, rows):
+    """The rows ``rows`` of every tensor in ``nest``."""
+    if backend.is_tensorflow():
+        import tensorflow as tf
+
+        # One op a tensor: keras.ops.take adds five to wrap negative indices, which rows
+        # never are, and the loops take the rows of every tensor they carry at each step.
+        return tf.nest.map_structure(lambda tensor: tf.gather(tensor, rows), nest)
     return keras.tree.map_structure(lambda tensor: ops.take(tensor, rows, axis=0), nest)
+
+
+def _decode_dropping_finished_rows(step, strategy, max_length, batch_size, tokens, search,
+                                   state, memory):
+    """``decode``'s loop on TensorFlow, from step 1, for a strategy whose result is its
+    ``full_batch_buffers`` (``Greedy``, ``Sampling``: one row per sentence): one loop
+    that keeps only the open rows of everything else after each step, the buffers
+    written at each row's sentence (``search["sentences"]``), read once at the end.
+    Faster than ``_decode_dropping_finished``'s nested loops, which gather every
+    per-sentence buffer at each drop (measured side by side: docs/benchmarks.md).
+    """
+    import tensorflow as tf
+
+    buffers = [name for name in strategy.full_batch_buffers if name in search]
+
+    def keep_open(tokens, search, state, memory):
+        """The open rows of all but the buffers: ``(tokens, rows, buffers, state, memory)``."""
+        rows = {name: value for name, value in search.items() if name not in buffers}
+        open_rows = tf.reshape(tf.where(tf.logical_not(strategy.finished(rows))), [-1])
+        tokens, rows, state, memory = _take((tokens, rows, state, memory), open_rows)
+        return tokens, rows, {name: search[name] for name in buffers}, state, memory
+
+    def body(t, tokens, rows, buffers, state, memory):
+        return (t + 1, *keep_open(*step(t, tokens, {**rows, **buffers}, state, memory), memory))
+
+    any_first = (lambda nest: tf.nest.map_structure(
+        lambda x: tf.TensorShape([None]).concatenate(x.shape[1:]), nest))
+    search = {**search, "sentences": tf.range(batch_size)}
+    loop_vars = (int_tensor(1), *keep_open(tokens, search, state, memory))
+    # The rows' first dimension shrinks as sentences finish; the buffers keep theirs.
+    invariants = (tf.TensorShape([]), *[any_first(v) for v in loop_vars[1:3]],
+                  tf.nest.map_structure(lambda x: x.shape, loop_vars[3]),
+                  *[any_first(v) for v in loop_vars[4:]])
+    steps, _, _, buffer_values, _, _ = tf.while_loop(
+        lambda t, tokens, *_: tf.logical_and(t < max_length, tf.size(tokens) > 0), body,
+        loop_vars, shape_invariants=invariants)
+    return strategy.result(buffer_values, steps)
 
 
 def _decode_dropping_finished(step, strategy, max_length, batch_size, tokens, search, state,
                               memory):
-    """``decode``'s loop on TensorFlow, from step 1, for the open sentences only.
+    """``decode``'s loop on TensorFlow, from step 1, for the open sentences only, for
+    a strategy whose result reads more than full-batch buffers (``Beam``).
 
     Two nested loops: the inner one steps the open sentences until one of them is
     finished (or ``max_length``); the outer one then writes the finished sentences'

@@ -18,6 +18,9 @@ class Greedy:
     """
 
     rows_per_sentence = 1
+    # What ``result`` returns, written at each row's sentence (``search["sentences"]``,
+    # given on TensorFlow's fast path): only the other entries follow the open rows.
+    full_batch_buffers = ("tokens", "history")
 
     def __init__(self, stop_at_end=True):
         self.stop_at_end = stop_at_end
@@ -40,10 +43,11 @@ class Greedy:
         finished = ops.logical_or(search["finished"], t + 1 >= search["max_lengths"])
         if self.stop_at_end:
             finished = ops.logical_or(finished, ops.equal(tokens, END_ID))
-        advanced = {**search, "tokens": write_token(search["tokens"], t, tokens),
+        sentences = search.get("sentences")
+        advanced = {**search, "tokens": write_token(search["tokens"], t, tokens, sentences),
                     "finished": finished}
         if "history" in search:
-            advanced["history"] = write_row(search["history"], t, attention)
+            advanced["history"] = write_row(search["history"], t, attention, sentences)
         return tokens, advanced, None
 
     def finished(self, search):
