@@ -239,14 +239,14 @@ def _decode_dropping_finished_rows(step, strategy, max_length, batch_size, token
     """
     import tensorflow as tf
 
-    buffers = [name for name in strategy.full_batch_buffers if name in search]
+    buffer_names = [name for name in strategy.full_batch_buffers if name in search]
 
     def keep_open(tokens, search, state, memory):
         """The open rows of all but the buffers: ``(tokens, rows, buffers, state, memory)``."""
-        rows = {name: value for name, value in search.items() if name not in buffers}
+        rows = {name: value for name, value in search.items() if name not in buffer_names}
         open_rows = tf.reshape(tf.where(tf.logical_not(strategy.finished(rows))), [-1])
         tokens, rows, state, memory = _take((tokens, rows, state, memory), open_rows)
-        return tokens, rows, {name: search[name] for name in buffers}, state, memory
+        return tokens, rows, {name: search[name] for name in buffer_names}, state, memory
 
     def body(t, tokens, rows, buffers, state, memory):
         return (t + 1, *keep_open(*step(t, tokens, {**rows, **buffers}, state, memory), memory))
