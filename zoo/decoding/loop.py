@@ -228,6 +228,13 @@ def _take(nest, rows):
     return keras.tree.map_structure(lambda tensor: ops.take(tensor, rows, axis=0), nest)
 
 
+def _any_rows(nest):
+    """Shape invariants for a loop that drops rows: any first dimension, the rest kept."""
+    import tensorflow as tf
+
+    return tf.nest.map_structure(lambda x: tf.TensorShape([None]).concatenate(x.shape[1:]), nest)
+
+
 def _decode_dropping_finished_rows(step, strategy, max_length, batch_size, tokens, search,
                                    state, memory):
     """``decode``'s loop on TensorFlow, from step 1, for a strategy whose result is its
@@ -251,14 +258,12 @@ def _decode_dropping_finished_rows(step, strategy, max_length, batch_size, token
     def body(t, tokens, rows, buffers, state, memory):
         return (t + 1, *keep_open(*step(t, tokens, {**rows, **buffers}, state, memory), memory))
 
-    any_first = (lambda nest: tf.nest.map_structure(
-        lambda x: tf.TensorShape([None]).concatenate(x.shape[1:]), nest))
     search = {**search, "sentences": tf.range(batch_size)}
     loop_vars = (int_tensor(1), *keep_open(tokens, search, state, memory))
     # The rows' first dimension shrinks as sentences finish; the buffers keep theirs.
-    invariants = (tf.TensorShape([]), *[any_first(v) for v in loop_vars[1:3]],
+    invariants = (tf.TensorShape([]), *[_any_rows(v) for v in loop_vars[1:3]],
                   tf.nest.map_structure(lambda x: x.shape, loop_vars[3]),
-                  *[any_first(v) for v in loop_vars[4:]])
+                  *[_any_rows(v) for v in loop_vars[4:]])
     steps, _, _, buffer_values, _, _ = tf.while_loop(
         lambda t, tokens, *_: tf.logical_and(t < max_length, tf.size(tokens) > 0), body,
         loop_vars, shape_invariants=invariants)
@@ -312,11 +317,9 @@ def _decode_dropping_finished(step, strategy, max_length, batch_size, tokens, se
         t, tokens, search, state = until_one_finishes(t, tokens, search, state, memory)
         return (t, *drop_finished(t, sentences, tokens, search, state, memory, outputs))
 
-    any_first = (lambda nest: tf.nest.map_structure(
-        lambda x: tf.TensorShape([None]).concatenate(x.shape[1:]), nest))
     loop_vars = (int_tensor(1), *drop_finished(int_tensor(1), tf.range(batch_size), tokens,
                                                 search, state, memory, outputs))
-    invariants = (tf.TensorShape([]), *[any_first(v) for v in loop_vars[1:6]],
+    invariants = (tf.TensorShape([]), *[_any_rows(v) for v in loop_vars[1:6]],
                   {i: o.shape for i, o in outputs.items()})
     *_, outputs = tf.while_loop(lambda t, sentences, *_: tf.size(sentences) > 0, body,
                                 loop_vars, shape_invariants=invariants)
