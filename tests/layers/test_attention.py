@@ -51,6 +51,19 @@ def test_cached_keys_equal_uncached(name, batch):
 
 
 @pytest.mark.parametrize("name", sorted(ATTENTIONS))
+def test_project_keys_before_build_says_how_to_build(name, batch):
+    query, memory, mask = batch
+    attention = ATTENTIONS[name]()
+    with pytest.raises(ValueError, match=r"project_keys needs the layer built.*"
+                                         r"attention\.build\(query\.shape, memory\.shape\)"):
+        attention.project_keys(memory)
+    attention.build(query.shape, memory.shape)
+    keys = attention.project_keys(memory)
+    np.testing.assert_array_equal(attention(query, memory, keys=keys, memory_mask=mask)[1],
+                                  attention(query, memory, memory_mask=mask)[1])
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTIONS))
 def test_many_queries_equal_one_at_a_time(name, batch, rng):
     _, memory, mask = batch
     queries = rng.normal(size=(3, 5, 4)).astype("float32")

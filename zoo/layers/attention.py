@@ -25,6 +25,18 @@ class _MemoryAttention(keras.layers.Layer):
 
     def project_keys(self, memory):
         """The part of the score that depends on the memory only (cacheable)."""
+        if not self.built:
+            # The weights' shapes depend on the query's size as well as the memory's,
+            # and Keras adds no weights to a layer once it is built: no lazy half-build.
+            raise ValueError(
+                f"{type(self).__name__}.project_keys needs the layer built, and its weights' "
+                "shapes depend on the query's size too: call the layer once "
+                "(attention(query, memory)) or attention.build(query.shape, memory.shape) "
+                "first."
+            )
+        return self._project_keys(memory)
+
+    def _project_keys(self, memory):
         raise NotImplementedError
 
     def score(self, query, keys):
@@ -38,7 +50,7 @@ class _MemoryAttention(keras.layers.Layer):
         if single_step:
             query = ops.expand_dims(query, 1)
         if keys is None:
-            keys = self.project_keys(memory)
+            keys = self._project_keys(memory)
         scores = self.score(query, keys)
         if memory_mask is not None:
             valid = ops.expand_dims(ops.cast(memory_mask, "bool"), 1)
@@ -112,7 +124,7 @@ class BahdanauAttention(_MemoryAttention):
                 name="score_bias", shape=(self.units,), initializer="zeros"
             )
 
-    def project_keys(self, memory):
+    def _project_keys(self, memory):
         return ops.matmul(memory, self.key_kernel)
 
     def score(self, query, keys):
@@ -187,7 +199,7 @@ class LuongAttention(_MemoryAttention):
         if self.scale:
             self.score_scale = self.add_weight(name="score_scale", shape=(), initializer="ones")
 
-    def project_keys(self, memory):
+    def _project_keys(self, memory):
         if self.score_function == "dot":
             return memory
         return ops.matmul(memory, self.key_kernel)
