@@ -6,12 +6,18 @@
     zoo.layers.LSTM(256)              # drop-in for keras.layers.LSTM
 
 TensorFlow is imported on first use of ``zoo.layers`` or ``zoo.load``, so that
-``zoo.list_models()`` and ``zoo.describe()`` stay quick.
+``zoo.list_models()`` and ``zoo.describe()`` stay quick; its start-up notices (CUDA
+probing on a machine without a GPU, CPU-feature notes) are filtered out then, as in the
+CLI (``zoo._startup``).
 """
 
 import importlib
 
-from zoo.presets import PresetError, describe, list_models, load
+from zoo import _startup
+
+_startup.quiet_first_tensorflow_import()
+
+from zoo.presets import PresetError, describe, list_models, load  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["list_models", "describe", "load", "PresetError", "layers", "models", "export"]

@@ -7,10 +7,14 @@ print a oneDNN notice only when the first kernel runs; the TFLite converter prin
 notes about options it ignores. The CLI runs each command with the process's stderr
 passed through a filter (``live_stderr_without``) that forwards every line as it
 comes, except the known notices below: a real warning, an error or a progress bar
-still reaches the user when it happens.
+still reaches the user when it happens. In the Python API, ``import zoo`` makes the
+first import of TensorFlow filter its start-up notices the same way
+(``quiet_first_tensorflow_import``).
 """
 
 import contextlib
+import importlib.abc
+import importlib.util
 import os
 import re
 import sys
@@ -76,6 +80,7 @@ def native_stderr_without(noise):
 def live_stderr_without(noise):
     """Pass file descriptor 2 through a pipe and forward, as it arrives, every line (or
     progress-bar segment ending in ``\\r``) that ``noise`` does not match."""
+    global _USER_STDERR
     sys.stderr.flush()
     saved_stderr = os.dup(2)
     read_end, write_end = os.pipe()
@@ -84,13 +89,26 @@ def live_stderr_without(noise):
     forwarder = threading.Thread(target=_forward, args=(read_end, saved_stderr, noise),
                                  daemon=True)
     forwarder.start()
+    _USER_STDERR = saved_stderr
     try:
         yield
     finally:
+        _USER_STDERR = 2
         sys.stderr.flush()
         os.dup2(saved_stderr, 2)  # closes our write end of the pipe: the forwarder ends
         forwarder.join(timeout=10)  # unless a child process still holds the pipe
         os.close(saved_stderr)
+
+
+# Where stderr's lines end up: file descriptor 2, or what it was before
+# ``live_stderr_without`` put a pipe there.
+_USER_STDERR = 2
+
+
+def stderr_is_terminal():
+    """Whether the user sees stderr on a terminal (then, and only then, progress bars are
+    drawn by default), also while ``live_stderr_without`` filters it through a pipe."""
+    return os.isatty(_USER_STDERR)
 
 
 def _forward(read_end, target, noise):
@@ -119,9 +137,47 @@ def import_tensorflow_quietly():
         return sys.modules["tensorflow"]
     if os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow":
         return None
+    return _import_tensorflow_filtered()
+
+
+def _import_tensorflow_filtered():
+    _QUIET_FIRST_IMPORT.uninstall()
+    # A level the user set is theirs; unset, TensorFlow's INFO lines are not shown.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     with native_stderr_without(STARTUP_NOISE):
         import tensorflow as tf
 
-        tf.config.list_physical_devices()
+        tf.config.list_physical_devices()  # CUDA probing happens here
     return tf
+
+
+class _QuietFirstImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Makes the first import of TensorFlow, by whatever imports it (Keras, a zoo module,
+    the user's code), that of ``import_tensorflow_quietly``: the Python API starts as
+    quietly as the CLI, and ``import zoo`` stays quick (TensorFlow is imported on first
+    use). Installed by ``import zoo``; removes itself at that first import."""
+
+    def install(self):
+        if "tensorflow" not in sys.modules and self not in sys.meta_path:
+            sys.meta_path.insert(0, self)
+
+    def uninstall(self):
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        return importlib.util.spec_from_loader(name, self)
+
+    def create_module(self, spec):
+        tensorflow = _import_tensorflow_filtered()  # imports it anew, this finder removed
+        self.tensorflow_spec = tensorflow.__spec__
+        return tensorflow
+
+    def exec_module(self, module):
+        module.__spec__ = self.tensorflow_spec  # the import system set this loader's spec
+
+
+_QUIET_FIRST_IMPORT = _QuietFirstImport()
+quiet_first_tensorflow_import = _QUIET_FIRST_IMPORT.install

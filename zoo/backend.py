@@ -114,7 +114,15 @@ def _tensorflow_function(function, arguments):
 
     signature = keras.tree.map_structure(
         lambda array: tf.TensorSpec([None] * array.ndim, tf.as_dtype(array.dtype)), arguments)
-    return tf.function(function, input_signature=list(signature), autograph=False)
+    compiled = tf.function(function, input_signature=list(signature), autograph=False)
+    # TensorFlow counts traces by the Python code traced, not by tf.function: the
+    # functions made from one closure (a model's searches, one per beam size, made anew
+    # when the length penalty changes) looked like one function retracing, and
+    # `zoo train` printed "triggered tf.function retracing" warnings. Each traces once
+    # (its signature admits every shape), so the warning is off for it, as TensorFlow
+    # turns it off for the functions it restores from a SavedModel.
+    compiled._omit_frequent_tracing_warning = True
+    return compiled
 
 
 def _to_numpy(value):

@@ -132,7 +132,9 @@ def _translate_file(model, args):
 
     source = _opened_input(args.input)
     total = _count_lines(args.input) if args.input else None
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    from zoo._startup import stderr_is_terminal
+
+    progress = stderr_is_terminal() if args.progress is None else args.progress
     with source as lines, _output_file(args.output, args.input) as output:
         refused = file_translation.translate_lines(
             model, lines, lambda text: output.write(text + "\n"), beam_size=args.beam,
@@ -256,7 +258,8 @@ def _command_evaluate(args):
     model = _load_for(args.name, task.model_method, metadata.get("task", "translation"))
     result, lines = task.evaluate_file(model, metadata, args.data, beam_size=args.beam,
                                        batch_size=args.batch_size)
-    print("\n".join(lines))
+    # With --json, stdout holds the JSON object alone (`> out.json`), the lines go to stderr.
+    print("\n".join(lines), file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     return 0
@@ -420,7 +423,8 @@ def build_parser():
                                "classifiers: TSV 'label<TAB>sentence' with that header")
     evaluate.add_argument("--beam", type=int, default=1)
     evaluate.add_argument("--batch-size", type=int, default=64)
-    evaluate.add_argument("--json", action="store_true", help="last line: one JSON object")
+    evaluate.add_argument("--json", action="store_true",
+                          help="print one JSON object on stdout, the scores' lines on stderr")
     evaluate.set_defaults(run=_command_evaluate)
 
     train = commands.add_parser("train", help="train a preset from its recipe in zoo/recipes")

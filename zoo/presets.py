@@ -94,8 +94,11 @@ def _read_metadata(directory):
 
 
 def sha256(path):
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:  # hashlib.file_digest is Python 3.11 and newer
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def verify(directory, metadata):

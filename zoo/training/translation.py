@@ -8,13 +8,14 @@ split; the shipped preset is scored on the test split, greedy and beam 5.
 """
 
 import functools
+import sys
 from pathlib import Path
 
-import keras
 import numpy as np
+from tqdm import tqdm
 
 import zoo.models
-from zoo import evaluation, presets
+from zoo import _startup, evaluation, presets
 from zoo.data import generated, tatoeba, written_by_hand
 from zoo.models.losses import SmoothedCrossentropy
 from zoo.text import END_ID, START_ID, TranslationPreprocessor, Vocabulary, tokenize
@@ -369,12 +370,15 @@ def _copy_weights(source, model, name):
 
 
 def _translate_with_progress(model, sources, beam_size, batch_size):
-    progress = keras.utils.Progbar(len(sources), unit_name="sentence")
+    """A progress bar on stderr, only where the user sees it on a terminal: stdout stays
+    for results (``zoo evaluate --json > out.json``), a log file gets no bar."""
     hypotheses = []
-    for start in range(0, len(sources), batch_size):
-        chunk = sources[start : start + batch_size]
-        hypotheses += model.translate(chunk, beam_size=beam_size, check_outputs=False)
-        progress.add(len(chunk))
+    with tqdm(total=len(sources), unit="sentence", file=sys.stderr,
+              disable=not _startup.stderr_is_terminal()) as progress:
+        for start in range(0, len(sources), batch_size):
+            chunk = sources[start : start + batch_size]
+            hypotheses += model.translate(chunk, beam_size=beam_size, check_outputs=False)
+            progress.update(len(chunk))
     return hypotheses
 
 
