@@ -12,6 +12,7 @@ CLI (``zoo._startup``).
 """
 
 import importlib
+from importlib import metadata
 
 from zoo import _startup
 
@@ -19,7 +20,10 @@ _startup.quiet_first_tensorflow_import()
 
 from zoo.presets import PresetError, describe, list_models, load  # noqa: E402
 
-__version__ = "0.1.0"
+try:  # the installed distribution's version, as pip reports it
+    __version__ = metadata.version("keras-sequence-zoo")
+except metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
+    __version__ = "0+unknown"
 __all__ = ["list_models", "describe", "load", "PresetError", "layers", "models", "export"]
 
 _LAZY_SUBMODULES = {"layers", "models", "decoding", "benchmark", "export"}

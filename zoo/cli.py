@@ -344,10 +344,12 @@ class UsageError(Exception):
 
 
 def build_parser():
+    import zoo
     from zoo import export  # its registry only: no TensorFlow
     parser = argparse.ArgumentParser(
         prog="zoo", description="Classic sequence models for Keras 3: pretrained, exportable."
     )
+    parser.add_argument("--version", action="version", version=f"zoo {zoo.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     listing = commands.add_parser("list", help="list the pretrained presets")
@@ -494,7 +496,69 @@ def build_parser():
                        help="translate, serve, decoding: the data folder (test sentences)")
     bench.add_argument("--json", action="store_true", help="also print the results as JSON")
     bench.set_defaults(run=_command_benchmark)
+    for name, command in commands.choices.items():
+        _explain(command, name)
     return parser
+
+
+# Each command's examples, shown at the end of its --help (a test parses every one).
+EXAMPLES = {
+    "list": ["zoo list"],
+    "info": ["zoo info gru_bahdanau_cmn_en"],
+    "translate": [
+        'zoo translate gru_bahdanau_en_fr "I read a book." --beam 5',
+        'echo "Where is the station?" | zoo translate gru_bahdanau_en_cmn',
+        'zoo translate gru_bahdanau_en_fr --beam 5 --n-best 3 "Try again."',
+        "zoo translate gru_bahdanau_en_fr --input book.txt --output livre.txt",
+    ],
+    "attention": [
+        'zoo attention gru_bahdanau_cmn_en "我读了一本书。" --out alignment.png',
+        'zoo attention gru_bahdanau_dates "30 novembre 2026" --out dates.png --pieces',
+    ],
+    "inspect": [
+        'zoo inspect lstm_charlm_shakespeare "ROMEO: But soft" --out gates.png --layer lstm_1',
+        'zoo inspect gru_bahdanau_cmn_en "我读了一本书。" --out decoder.png --layer decoder',
+    ],
+    "generate": [
+        'zoo generate lstm_charlm_shakespeare "ROMEO:" --length 500 --seed 1',
+        'zoo generate gru_charlm_shakespeare "JULIET:" --top-k 10 --top-p 0.9',
+    ],
+    "classify": [
+        'zoo classify bilstm_sst2 "a charming, funny film" "I didn\'t like it."',
+        "zoo classify bilstm_sst2 < reviews.txt",
+    ],
+    "evaluate": [
+        "zoo evaluate gru_bahdanau_cmn_en --data my_pairs.tsv --beam 5 --json > scores.json",
+        "python -m zoo.data.generated addition test 5000 > addition_test.tsv",
+        "zoo evaluate lstm_seq2seq_addition --data addition_test.tsv",
+    ],
+    "train": [
+        "zoo train gru_bahdanau_cmn_en --data pairs.tsv --out my_models/mine",
+        "zoo train lstm_seq2seq_addition --epochs 3 --out my_models/addition",
+    ],
+    "export": [
+        "zoo export gru_bahdanau_cmn_en --format saved_model --out exports",
+        "zoo export gru_bahdanau_cmn_en --format tflite --quantize dynamic --out exports/phone",
+    ],
+    "experiment": ["zoo experiment bottleneck --quick --out bottleneck"],
+    "demo": ["zoo demo", "zoo demo --port 8080"],
+    "benchmark": [
+        "zoo benchmark layers",
+        "zoo benchmark translate gru_bahdanau_cmn_en --rounds 3 --json",
+        "zoo benchmark decoding gru_bahdanau_cmn_en --baseline ../other-checkout",
+    ],
+}
+
+NAME_HELP = "a preset: one of those `zoo list` names, or a preset folder"
+
+
+def _explain(command, name):
+    """A command's help ends with its examples; its preset ``name`` says where names are."""
+    command.formatter_class = argparse.RawDescriptionHelpFormatter
+    command.epilog = "examples:\n" + "\n".join(f"  {example}" for example in EXAMPLES[name])
+    for action in command._actions:
+        if action.dest == "name" and action.help is None:
+            action.help = NAME_HELP
 
 
 # Commands that need no TensorFlow start faster without it.
