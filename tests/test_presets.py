@@ -263,3 +263,27 @@ def test_loaded_preset_is_not_compiled(tmp_path):
     directory = presets.save(model, tmp_path / "compiled")
     assert "compile_config" not in json.loads((directory / "config.json").read_text())
     assert not zoo.load(directory).compiled
+
+
+@pytest.mark.parametrize("model_class, name", [
+    ("AttentionSeq2Seq", "gru_bahdanau_dates"), ("BottleneckSeq2Seq", "lstm_seq2seq_addition"),
+    ("Seq2Seq", "lstm_seq2seq_addition"), ("CharLanguageModel", "rnn_charlm_shakespeare"),
+    ("TextClassifier", "bilstm_sst2"),
+])
+def test_from_preset_loads_a_preset_of_its_class(model_class, name):
+    model_class = getattr(zoo.models, model_class)
+    model = model_class.from_preset(name)
+    assert isinstance(model, model_class)
+    assert model.preset_metadata == zoo.describe(name)  # as zoo.load gives it, verified
+
+
+def test_from_preset_refuses_a_preset_of_another_class():
+    with pytest.raises(ValueError) as error:
+        zoo.models.TextClassifier.from_preset("gru_bahdanau_cmn_en")
+    assert str(error.value) == (
+        "TextClassifier.from_preset('gru_bahdanau_cmn_en'): that preset holds a model of class "
+        "AttentionSeq2Seq, not TextClassifier; load it with AttentionSeq2Seq.from_preset or "
+        "zoo.load. TextClassifier presets: bilstm_sst2.")
+    with pytest.raises(ValueError, match="holds a model of class BottleneckSeq2Seq, not "
+                                         "AttentionSeq2Seq.*presets: gru_bahdanau_cmn_en, "):
+        zoo.models.AttentionSeq2Seq.from_preset("lstm_seq2seq_cmn_en")

@@ -141,6 +141,37 @@ def load(name_or_directory):
     return model
 
 
+class FromPreset:
+    """``from_preset``, as keras-hub's models have it: ``AttentionSeq2Seq.from_preset(NAME)``
+    is ``zoo.load(NAME)`` for a preset that holds an ``AttentionSeq2Seq`` (or a subclass),
+    and a clear error for a preset of another class. The zoo's model classes inherit it."""
+
+    @classmethod
+    def from_preset(cls, preset):
+        """Load ``preset`` (a name, as ``zoo list`` shows, or a preset folder)."""
+        model = load(preset)
+        if not isinstance(model, cls):
+            held = type(model).__name__
+            fitting = [name for name in list_models() if _model_class_name(name) in
+                       {klass.__name__ for klass in _with_subclasses(cls)}]
+            raise PresetError(
+                f"{cls.__name__}.from_preset({str(preset)!r}): that preset holds a model of "
+                f"class {held}, not {cls.__name__}; load it with {held}.from_preset or zoo.load. "
+                f"{cls.__name__} presets: {', '.join(fitting) or 'none'}."
+            )
+        return model
+
+
+def _model_class_name(name):
+    """The class a shipped preset's config.json builds (its registered name is ``zoo>NAME``)."""
+    config = json.loads((resolve(name) / CONFIG_FILE).read_text(encoding="utf-8"))
+    return config["registered_name"].rpartition(">")[2]
+
+
+def _with_subclasses(cls):
+    return [cls, *(sub for child in cls.__subclasses__() for sub in _with_subclasses(child))]
+
+
 def deserialize_safely(config, source):
     """Rebuild a model from its config with Keras safe mode, with clear errors."""
     import keras

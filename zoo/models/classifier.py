@@ -13,14 +13,14 @@ import numpy as np
 from keras import ops
 
 import zoo.layers
-from zoo import backend
+from zoo import backend, presets
 from zoo.text import codec, tokenizers
 from zoo.text.preprocessor import ClassifierPreprocessor
 from zoo.text.vocabulary import PAD_ID
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class TextClassifier(keras.Model):
+class TextClassifier(presets.FromPreset, keras.Model):
     """A bidirectional-LSTM text classifier.
 
     Args:

@@ -19,7 +19,7 @@ import numpy as np
 from keras import ops
 
 import zoo.layers
-from zoo import backend, decoding, inspection
+from zoo import backend, decoding, inspection, presets
 from zoo.text import codec
 from zoo.text.preprocessor import CharacterPreprocessor
 SEQUENCE_LAYERS = {"rnn": zoo.layers.SimpleRNN, "lstm": zoo.layers.LSTM, "gru": zoo.layers.GRU}
@@ -29,7 +29,7 @@ STREAM_CHUNK = 8
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class CharLanguageModel(keras.Model):
+class CharLanguageModel(presets.FromPreset, keras.Model):
     """A character-level recurrent language model.
 
     Args:

@@ -23,7 +23,7 @@ from keras.src import backend
 
 import zoo.layers
 from zoo import backend as zoo_backend
-from zoo import decoding, inspection
+from zoo import decoding, inspection, presets
 from zoo.text import codec, tokenizers
 from zoo.text.preprocessor import TranslationPreprocessor
 from zoo.text.vocabulary import PAD_ID, START, START_ID
@@ -54,7 +54,7 @@ def _pad_for_compilation(source_ids):
     return np.pad(source_ids, ((0, 0), (0, width - source_ids.shape[1])))
 
 
-class Seq2Seq(keras.Model):
+class Seq2Seq(presets.FromPreset, keras.Model):
     """Shared machinery of the translation models (not used directly).
 
     Args:
