@@ -110,6 +110,7 @@ def test_deletion_drop_is_a_direct_recomputation(model, batch):
     assert np.ptp(drops[0][0]) > 1e-3
 
 
+@pytest.mark.slow
 def test_gradient_x_input_matches_finite_differences(model, batch):
     """``d log p / d e_s . e_s`` is the derivative of log p as the embedding of piece s is
     scaled by (1 + h), at h = 0: a central difference gives it."""
@@ -133,6 +134,7 @@ def test_gradient_x_input_matches_finite_differences(model, batch):
     assert np.all(gradients[2][:, batch.source_ids[2] == PAD_ID] == 0)
 
 
+@pytest.mark.slow
 def test_word_level_measures_are_brought_to_words_as_attention_is(model, batch):
     found = batch.word_level()
     assert set(found) == set(attributions.MEASURES)
@@ -202,6 +204,7 @@ def test_agreement_counts_produced_words_of_sources_with_two_words_or_more():
         "deletion_gradient": 0.0, "chance": 33.3}
 
 
+@pytest.mark.slow
 def test_measure_on_a_tiny_model(model):
     measured = attributions.measure(model, TEXTS, ["Je lis des livres incroyables.",
                                                    "Il lit un livre.", "Je lis.", "Des livres !"],

@@ -12,6 +12,7 @@ def _tutorial(end_id=3):
     return benchmark.tutorial_translator(7, 9, units=4, end_id=end_id)
 
 
+@pytest.mark.slow
 def test_tutorial_translator_has_the_tutorials_layers():
     _, parameters = _tutorial()
     embeddings = 7 * 4 + 9 * 4

@@ -34,6 +34,7 @@ def test_real_warnings_are_not_noise():
     assert not any(is_startup_noise(line) for line in real)
 
 
+@pytest.mark.slow
 def test_tensorflow_starts_silently_and_keeps_python_warnings():
     script = (
         "import warnings\n"
@@ -104,6 +105,7 @@ def _zoo(*args, stdin=None):
                           capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_translate_arguments_and_stdin(toy_preset):
     result = _zoo("translate", toy_preset, "我读了一本书。", "你好。")
     assert result.returncode == 0, result.stderr
@@ -113,6 +115,7 @@ def test_translate_arguments_and_stdin(toy_preset):
     assert result.stdout == "He is happy.\nYou read.\n"
 
 
+@pytest.mark.slow
 def test_translate_a_file_to_a_file_with_progress(toy_preset, tmp_path):
     source, target = tmp_path / "in.txt", tmp_path / "out.txt"
     target.write_text("kept until the run is complete\n")
@@ -185,7 +188,9 @@ def test_evaluate_json_last_line(toy_preset, tmp_path):
     data.write_text("I read a book.\t我读了一本书。\tattribution\nHello.\t你好。\n", encoding="utf-8")
     result = _zoo("evaluate", toy_preset, "--data", data, "--json")
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(result.stdout.splitlines()) == 1  # the JSON alone: `--json > out.json`
+    assert result.stderr.startswith("BLEU 100.0")
+    report = json.loads(result.stdout)
     assert report["metric"] == "bleu" and report["examples"] == 2
     assert report["value"] == 100.0 and report["chrf"] == 100.0
     assert report["unknown_outputs"] == 0

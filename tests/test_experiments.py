@@ -82,6 +82,7 @@ def test_effective_memory_is_the_longest_lag_recalled():
     assert memory.effective_memory({2: {"accuracy": 12.5}}) == 0
 
 
+@pytest.mark.slow
 def test_experiment_command_writes_figures_and_numbers(tmp_path, capsys):
     assert main(["experiment", "alignments", "--quick", "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "alignments.json").read_text())

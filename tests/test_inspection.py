@@ -279,6 +279,7 @@ def test_cli_inspect_draws_a_png_of_the_chosen_layer(language_model_preset, tmp_
     assert "gru_1: states and gates of 15 steps" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_cli_inspect_draws_a_translators_encoder_over_the_source(tmp_path, capsys):
     preset = presets.save(tiny_translator(MODELS["attention"]), tmp_path / "tiny_zh_en",
                           metadata={"task": "translation"})

@@ -153,6 +153,7 @@ def test_dates_written_by_hand_meet_the_target(hand_written):
     assert all(is_calendar_date(answer) for _, answer, _ in result["wrong"])
 
 
+@pytest.mark.slow
 def test_a_preset_rewritten_after_training_keeps_its_weights_and_loads(tmp_path):
     import shutil
 

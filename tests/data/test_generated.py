@@ -17,6 +17,7 @@ def test_dates_are_written_as_each_locale_does_and_answered_in_iso():
         assert datetime.date.fromisoformat(target).isoformat() == target and source
 
 
+@pytest.mark.slow
 def test_no_written_date_means_two_days():
     """Every style over years where a swapped day and month, or a two-digit year read
     first or last, could make two days look alike."""

@@ -1,5 +1,7 @@
 """The behavioural suite for sentiment (CheckList-style): its cases and its scoring."""
 
+import pytest
+
 from zoo.data import sentiment_behaviour as suite
 
 
@@ -36,6 +38,7 @@ def test_scores_count_passes_and_list_failures():
     assert results["negation and contrast"] == {"passed": 16, "cases": 64, "percent": 25.0}
 
 
+@pytest.mark.slow
 def test_templated_training_examples_share_no_word_with_the_suite():
     from zoo.data import sentiment_templates, sst2
 

@@ -29,6 +29,7 @@ FILES = ["lstm_test.py", "gru_test.py", "simple_rnn_test.py", "bidirectional_tes
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow",
                     reason="run on TensorFlow (the layers' tests on other backends: tests/layers)")
+@pytest.mark.slow
 def test_keras_rnn_tests_pass_with_the_zoo_layers(tmp_path):
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(TESTS), os.environ.get("PYTHONPATH", "")]), "TF_CPP_MIN_LOG_LEVEL": "2"}

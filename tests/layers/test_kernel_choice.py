@@ -54,6 +54,7 @@ def measuring(monkeypatch, tmp_path):
     kernel_choice._crossover_cached.cache_clear()
 
 
+@pytest.mark.slow
 def test_a_machine_measures_a_shape_once_and_then_reads_it(measuring):
     threshold = kernel_choice.feature_major_from("lstm", 2, 3, "float32")
     assert threshold in (*kernel_choice.MEASURED_BATCHES, None)

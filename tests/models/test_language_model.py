@@ -76,11 +76,13 @@ def test_scoring_carries_the_state_across_chunks():
     assert one_pass == pytest.approx(math.log(len(CHARACTERS)), abs=0.1)
 
 
+@pytest.mark.slow
 def test_a_fitted_model_recites_and_scores_low(fitted):
     assert fitted.generate("ROMEO:\nBut soft, ", 20, temperature=0) == "what light through y"
     assert fitted.nats_per_char(VERSE) < 0.3
 
 
+@pytest.mark.slow
 def test_generation_is_reproducible_with_a_seed_and_equal_in_the_graph_loop(fitted):
     first = fitted.generate("But", 60, temperature=1.5, seed=7)
     assert fitted.generate("But", 60, temperature=1.5, seed=7) == first
@@ -92,26 +94,28 @@ def test_generation_is_reproducible_with_a_seed_and_equal_in_the_graph_loop(fitt
     assert len(fitted.generate("", 10, seed=1)) == 10  # an empty prompt starts a new line
 
 
-def test_bad_generation_arguments_are_clear_errors(fitted):
+def test_bad_generation_arguments_are_clear_errors():
+    model = tiny_language_model("lstm")  # untrained: its arguments are checked alike
     with pytest.raises(ValueError, match=r"characters this model was not trained on: '@é'"):
-        fitted.generate("é@", 5)
+        model.generate("é@", 5)
     with pytest.raises(ValueError, match="length must be an integer from 0 to 100000; received -1"):
-        fitted.generate("But", -1)
+        model.generate("But", -1)
     with pytest.raises(ValueError, match="temperature must be a finite number >= 0; received nan"):
-        fitted.generate("But", 5, temperature=float("nan"))
+        model.generate("But", 5, temperature=float("nan"))
     with pytest.raises(ValueError, match="cell must be one of rnn, lstm, gru; received 'tcn'"):
         CharLanguageModel(10, cell="tcn")
     with pytest.raises(ValueError, match="temperature must be a finite number >= 0; "
                                          "received -0.5"):
-        fitted.generate("But", 5, temperature=-0.5)
+        model.generate("But", 5, temperature=-0.5)
     with pytest.raises(ValueError, match="top_k must be a positive integer or None; received 0"):
-        fitted.generate("But", 5, top_k=0)
+        model.generate("But", 5, top_k=0)
     for top_p in (0, 1.5, -0.1):
         with pytest.raises(ValueError, match=rf"top_p must be a number in \(0, 1\] or None; "
                                              rf"received {top_p}"):
-            fitted.generate("But", 5, top_p=top_p)
+            model.generate("But", 5, top_p=top_p)
 
 
+@pytest.mark.slow
 def test_top_k_of_one_generates_the_greedy_text_and_filters_hold_in_the_graph_loop(fitted):
     assert fitted.generate("But", 40, temperature=1.3, seed=4, top_k=1) == \
         fitted.generate("But", 40, temperature=0)
@@ -128,6 +132,7 @@ def lm_preset(fitted, tmp_path_factory):
     return presets.save(fitted, directory, metadata={"task": "language_modeling"})
 
 
+@pytest.mark.slow
 def test_preset_round_trip_and_fine_tuning(fitted, lm_preset):
     loaded = run_preset_test(lm_preset, fitted,
                              lambda m: m.generate("But", 40, temperature=1.0, seed=3), atol=None)
@@ -140,6 +145,7 @@ def test_preset_round_trip_and_fine_tuning(fitted, lm_preset):
     assert loaded.evaluate(ids[:, :-1], ids[:, 1:], verbose=0) < before - 0.5
 
 
+@pytest.mark.slow
 def test_cli_generate_streams_the_prompt_and_its_continuation(lm_preset, capsys):
     assert main(["generate", str(lm_preset), "ROMEO:\nBut", "--length", "25",
                  "--temperature", "0"]) == 0
@@ -154,6 +160,7 @@ def test_cli_generate_streams_the_prompt_and_its_continuation(lm_preset, capsys)
                                        "received 2.0.\n")
 
 
+@pytest.mark.slow
 def test_cli_evaluate_reports_nats_per_char(lm_preset, tmp_path, capsys):
     path = tmp_path / "verse.txt"
     path.write_text(VERSE, encoding="utf-8")
@@ -164,6 +171,7 @@ def test_cli_evaluate_reports_nats_per_char(lm_preset, tmp_path, capsys):
     assert result["bits_per_char"] == pytest.approx(result["value"] / math.log(2), abs=1e-3)
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_model_of_another_task(lm_preset, toy_preset, capsys):
     assert main(["translate", str(lm_preset), "hello"]) == 2
     assert "is a language_modeling model, not a translation model" in capsys.readouterr().err

@@ -56,6 +56,7 @@ def test_greedy_longest_match():
     assert wordpiece.word_indices(["##x", "a", "##b", "##", "b"]) == [0, 1, 1, 2, 3]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["zh_en", "en_zh", "en_fr"])
 def test_every_training_character_can_be_spelled(preprocessors, name):
     case = preprocessors[name]
@@ -77,6 +78,7 @@ def test_every_training_character_can_be_spelled(preprocessors, name):
     assert unknown <= sum(1 for text in case["test"][1] if set(text) & unknown_characters)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["zh_en", "en_zh", "en_fr"])
 def test_python_equals_the_training_librarys_encoder(preprocessors, name):
     case = preprocessors[name]
@@ -98,6 +100,7 @@ def _graph_encode(preprocessor):
     return tf.function(graph.encode, input_signature=[tf.TensorSpec([None], tf.string)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["zh_en", "en_zh", "en_fr"])
 def test_graph_equals_python_on_the_corpus(preprocessors, name):
     case = preprocessors[name]
@@ -120,6 +123,7 @@ def en_fr_graph(preprocessors):
 ALPHABET = st.sampled_from(list("abcdeéèçœ ABZ'-.,!?«»…0123 我读书。\u00a0\u3000\u200b☃😀\ufffdß\u0301"))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.text(ALPHABET, max_size=40) | st.text(max_size=20), min_size=1, max_size=4))
 def test_graph_equals_python_on_any_unicode(en_fr_graph, texts):
@@ -128,6 +132,7 @@ def test_graph_equals_python_on_any_unicode(en_fr_graph, texts):
                                   preprocessor.encode_sources(texts))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 8999), max_size=20), min_size=1, max_size=4))
 def test_graph_decoding_equals_python(en_fr_graph, rows):
@@ -139,6 +144,7 @@ def test_graph_decoding_equals_python(en_fr_graph, rows):
     assert got == [preprocessor.decode_target(r) for r in rows]
 
 
+@pytest.mark.slow
 def test_an_app_reading_only_the_runner_config_gives_the_same_ids(preprocessors, tmp_path):
     for name in ("zh_en", "en_fr"):
         case = preprocessors[name]

@@ -108,6 +108,7 @@ def _gradients():
     return torch.enable_grad()
 
 
+@pytest.mark.slow
 def test_training_with_the_loss_moves_attention_towards_the_links():
     keras.utils.set_random_seed(0)
     model = tiny_translator(MODELS["attention"])
