@@ -165,7 +165,7 @@ class FromPreset:
 def _model_class_name(name):
     """The class a shipped preset's config.json builds (its registered name is ``zoo>NAME``)."""
     config = json.loads((resolve(name) / CONFIG_FILE).read_text(encoding="utf-8"))
-    return config["registered_name"].rpartition(">")[2]
+    return str(config.get("registered_name") or config.get("class_name")).rpartition(">")[2]
 
 
 def _with_subclasses(cls):
