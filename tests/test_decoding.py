@@ -317,7 +317,8 @@ def test_a_language_model_prompt_starts_the_loop():
     np.testing.assert_array_equal(tokens.numpy(), [[END_ID, A, END_ID, A]])
 
 
-@pytest.mark.parametrize("strategy", ["greedy", "sampling"])
+@pytest.mark.parametrize("strategy",
+                         ["greedy", pytest.param("sampling", marks=pytest.mark.slow)])
 def test_decoding_step_by_step_yields_what_the_loop_returns(strategy):
     """``decode_stepwise`` (a text shown as it is written; the TFLite runner) drives the
     loop's own step from Python: the same tokens, one step at a time, and it stops where

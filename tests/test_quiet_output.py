@@ -33,6 +33,7 @@ def test_the_python_api_starts_as_quietly_as_the_cli():
                 if any(notice.lower() in line.lower() for notice in NOTICES)], result.stderr
 
 
+@pytest.mark.slow
 def test_a_users_tensorflow_log_level_is_kept():
     script = "import os, zoo, keras\nprint(os.environ.get('TF_CPP_MIN_LOG_LEVEL'))"
     assert _python(script, TF_CPP_MIN_LOG_LEVEL="0").stdout == "0\n"
