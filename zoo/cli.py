@@ -21,6 +21,8 @@ def _command_list(args):
     for name in names:
         metadata = presets.describe(name)
         headline = metadata.get("headline", "")
+        if "terms" in metadata:  # a corpus's licence restricts the preset's use
+            headline += f" [terms: {metadata['terms']}]"
         print(f"{name:<{width}}  {metadata.get('task', ''):<22} {headline}".rstrip())
     return 0
 

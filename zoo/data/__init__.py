@@ -1,5 +1,6 @@
 """Corpus readers: a local path first, the public URL and checksum second."""
 
+import gzip
 import hashlib
 import os
 import tempfile
@@ -20,6 +21,13 @@ def data_dir(override=None):
         if candidate.is_dir():
             return candidate
     return repository.parent / "shared" / "data"
+
+
+def open_text(path):
+    """A UTF-8 text file for reading, gzip-compressed (``.gz``) or not."""
+    if Path(path).suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
 
 
 def local_file(relative, url, directory=None):

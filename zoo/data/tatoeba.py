@@ -65,9 +65,10 @@ def corpus_path(corpus, directory=None):
 
 
 def read_pairs(path):
-    """Pairs from a TSV file: English first, the other language second, rest ignored."""
+    """Pairs from a TSV file (gzip-compressed or not): English first, the other language
+    second, rest ignored."""
     pairs = []
-    with open(path, encoding="utf-8", newline="") as handle:
+    with data.open_text(path) as handle:
         for number, row in enumerate(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
             if not row or not "".join(row).strip():
                 continue

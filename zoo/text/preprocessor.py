@@ -84,13 +84,15 @@ class TranslationPreprocessor:
     # -- learning the vocabularies ------------------------------------------------------
     @classmethod
     def train(cls, sources, targets, source_language, target_language, source_size,
-              target_size, max_source_length=64, **task_rules):
-        """Piece vocabularies learned from training pairs only (``wordpiece.train_pieces``);
+              target_size, max_source_length=64, min_character_count=1, **task_rules):
+        """Piece vocabularies learned from training pairs only (``wordpiece.train_pieces``:
+        characters seen fewer than ``min_character_count`` times read as ``[UNK]``);
         ``task_rules``: ``input_rules``, ``accepted_input``, ``output_format``."""
         vocabularies = [
             Vocabulary(wordpiece.train_pieces(
                 [tokenizers.tokenize(text, language) for text in texts], size, SPECIAL_TOKENS,
-                single_characters=single_characters(texts, language)))
+                single_characters=single_characters(texts, language),
+                min_character_count=min_character_count))
             for texts, language, size in ((sources, source_language, source_size),
                                           (targets, target_language, target_size))
         ]
@@ -140,10 +142,28 @@ class TranslationPreprocessor:
         return pad_batch([self.source_vocabulary.encode(self.source_pieces(t)) for t in texts])
 
     def source_rows(self, texts):
-        return [self.source_vocabulary.encode(self.source_pieces(t)) for t in texts]
+        """The source ids of each text (``source_pieces``), unpadded."""
+        return self._rows(texts, self.source_words, self.source_vocabulary,
+                          self.max_source_length)
 
     def target_rows(self, texts):
-        return [self.target_vocabulary.encode(self.target_pieces(t)) for t in texts]
+        """The ids of each reference translation (``target_pieces``), unpadded."""
+        return self._rows(texts, lambda text: tokenizers.tokenize(text, self.target_language),
+                          self.target_vocabulary)
+
+    def _rows(self, texts, words_of, vocabulary, limit=None):
+        # Each distinct word is split into pieces once: a corpus of millions of
+        # sentences repeats its words, and the split is the slow part in Python.
+        ids_of_word, rows = {}, []
+        for text in texts:
+            row = []
+            for word in words_of(text):
+                ids = ids_of_word.get(word)
+                if ids is None:
+                    ids = ids_of_word[word] = vocabulary.encode(self.pieces([word], vocabulary))
+                row += ids
+            rows.append(row[:limit])
+        return rows
 
     def encode_targets(self, texts):
         """(decoder inputs ``[START] y``, decoder targets ``y [END]``), padded, int32."""
