@@ -79,6 +79,8 @@ def test_trace_figure_shows_tokens_on_x_and_the_units_that_vary_most_on_y():
     assert (heatmap.zmin, heatmap.zmax) == (0.0, 1.0)  # a sigmoid gate
     cell = demo.trace_figure(lstm, inside["tokens"], "states/c", units=40).data[0]
     assert cell.zmax == pytest.approx(np.abs(lstm["states"]["c"]).max()) and cell.zmin == -cell.zmax
+    # as zoo inspect draws them: negative blue, positive red
+    assert (cell.colorscale[0][1], cell.colorscale[-1][1]) == ("rgb(5,48,97)", "rgb(103,0,31)")
     assert "forget gate f" in figure.layout.title.text and "weight" not in heatmap.hovertemplate
 
 

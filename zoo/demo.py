@@ -76,7 +76,7 @@ Each coloured cell is one number; hover a cell to read it.
 - **States and gates** (columns: the time steps, one per token read, in order; rows: units).
   Follow a row from left to right to see one unit change as the text goes on. Gates
   (input, forget, output, update, reset) lie between 0 (closed: dark) and 1 (open:
-  bright); hidden states and candidates lie between -1 (red) and 1 (blue), white near 0;
+  bright); hidden states and candidates lie between -1 (blue) and 1 (red), white near 0;
   an LSTM's cell state c is unbounded, its scale set by its largest value.
   A forget gate near 1 keeps the cell state; an update gate near 1 keeps the old
   hidden state. The units shown are those whose hidden state varies most over the text,
@@ -182,7 +182,7 @@ def trace_figure(trace, tokens, quantity, units, step_title=STEP_TITLES["charact
         value_range, colorscale = (0.0, 1.0), "Viridis"
     else:  # tanh outputs lie in [-1, 1]; an LSTM's cell state is unbounded
         bound = max(1.0, float(np.abs(values).max())) if key == "c" else 1.0
-        value_range, colorscale = (-bound, bound), "RdBu"
+        value_range, colorscale = (-bound, bound), "RdBu_r"  # red positive, as zoo inspect
     total = np.shape(trace["states"]["h"])[1]
     figure = labelled_heatmap(
         values, [visible_character(t) for t in tokens], [f"unit {u}" for u in shown],
