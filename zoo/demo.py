@@ -5,8 +5,8 @@ value); both come with the ``demo`` extra (``pip install -e ".[demo]"``). Starti
 downloads nothing: the presets are read from ``saved_models/`` (each loaded on first use),
 the page's scripts are served from the installed gradio package, its fonts are the
 browser's own but for Chinese, Japanese and Korean glyphs, which come from the Noto Sans
-CJK file of the ``mplfonts`` package that the plots use too (``CJK_FONT``), so that a
-machine without a CJK font shows them; Gradio's analytics and version check are off.
+CJK file of the ``mplfonts`` package that the plots use too (``cjk_font_face``), so that
+a machine without a CJK font shows them; Gradio's analytics and version check are off.
 
 Bad input (empty, too long, characters a model never saw, outside a teaching task's
 domain) shows as a message beside the outputs: the models raise ``ValueError`` /
@@ -268,9 +268,10 @@ def inspect_text(name, text, units):
     inside = {layer: (trace, tokens, step_title(name, layer))
               for layer, (trace, tokens) in traces.items()}
     first = next(iter(inside))
+    trace, tokens, title = inside[first]
     return (inside, gr.update(choices=list(inside), value=first),
-            gr.update(choices=trace_choices(inside[first][0]), value="states/h"),
-            trace_figure(*inside[first][:2], "states/h", int(units), inside[first][2]))
+            gr.update(choices=trace_choices(trace), value="states/h"),
+            trace_figure(trace, tokens, "states/h", int(units), title))
 
 
 def redraw_trace(inside, layer, quantity, units):
