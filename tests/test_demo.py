@@ -169,7 +169,8 @@ def test_a_word_that_occurs_twice_keeps_both_columns():
     assert "weight %{z:.3f}" in figure.data[0].hovertemplate
     assert figure.layout.xaxis.title.text == "source words"
     assert figure.layout.yaxis.title.text == "produced words"
-    assert demo.CJK_FONT_FAMILY in figure.layout.font.family.split(", ")[:1]
+    assert figure.layout.font.family.split(", ")[0] == demo.CJK_FONT_FAMILY
+    assert figure.layout.hoverlabel.font.family == figure.layout.font.family
 
 
 @pytest.mark.slow
@@ -470,6 +471,14 @@ def test_the_page_translates_as_the_model_and_draws_the_attention(browser, page_
         "return plot && plot.querySelector('.heatmaplayer image') && plot.data[0];"))
     np.testing.assert_allclose(np.asarray(heatmap["z"], float), expected["attention"], atol=1e-6)
     assert re.search(r"weight [01]\.\d{3}$", hover_text(browser, "#attention"))
+    # Chinese in the CJK font the page serves: the textboxes, the plot's axes, its hover label.
+    assert browser.execute_script(
+        "return document.fonts.load('16px zoo-noto-sans-cjk-sc', '他').then("
+        "  faces => faces.length > 0 && document.fonts.check('16px zoo-noto-sans-cjk-sc', '他'));")
+    families = browser.execute_script(
+        "return ['#translation-input textarea', '#attention .xtick text', '#attention .hovertext text']"
+        "  .map(css => getComputedStyle(document.querySelector(css)).fontFamily);")
+    assert all(f.startswith("zoo-noto-sans-cjk-sc") for f in families), families
 
     # Bad input: a message on the page, the old translation gone; then the page still works.
     set_text(browser, "translation-input", "x" * 10_000)
@@ -480,15 +489,6 @@ def test_the_page_translates_as_the_model_and_draws_the_attention(browser, page_
         "value") == ""
     assert translate_on_the_page(browser, SENTENCE, previous="") == expected["translation"]
     wait_for_text(browser, "#translation-message", lambda v: v.strip() == "")
-
-    # Chinese in the CJK font the page serves, in the textboxes and on the plot's axes.
-    assert browser.execute_script(
-        "return document.fonts.load('16px zoo-noto-sans-cjk-sc', '他').then("
-        "  faces => faces.length > 0 && document.fonts.check('16px zoo-noto-sans-cjk-sc', '他'));")
-    families = browser.execute_script(
-        "return [getComputedStyle(document.querySelector('#translation-input textarea')).fontFamily,"
-        " getComputedStyle(document.querySelector('#attention .xtick text')).fontFamily];")
-    assert all(f.startswith("zoo-noto-sans-cjk-sc") for f in families), families
 
     # Scripts, styles, fonts, the plot's code: everything the page fetched came from zoo demo.
     resources = browser.execute_script(

@@ -143,8 +143,10 @@ def labelled_heatmap(values, columns, rows, hover, value_range, colorscale, titl
     figure.update_xaxes(side="top", title_text=titles[0], **axis_labels(columns, MOST_LABELS["x"]))
     figure.update_yaxes(autorange="reversed", title_text=titles[1],
                         **axis_labels(rows, MOST_LABELS["y"]))
-    # The page's fonts: CJK tick labels in the font the page serves.
+    # The page's fonts: CJK tick labels and hover labels (plotly's own default font
+    # otherwise) in the font the page serves.
     figure.update_layout(margin=dict(l=10, r=10, t=80, b=10), font_family=PAGE_FONT_FAMILY,
+                         hoverlabel_font_family=PAGE_FONT_FAMILY,
                          height=max(260, min(28 * len(rows), MOST_ROWS_HEIGHT) + 120))
     return figure
 
