@@ -222,7 +222,7 @@ def _command_attention(args):
 
 def _command_inspect(args):
     import zoo
-    from zoo import plots
+    from zoo import inspection, plots
 
     if args.units < 1:
         raise UsageError(f"--units must be a positive number of units; got {args.units}.")
@@ -231,11 +231,7 @@ def _command_inspect(args):
         raise UsageError(f"{args.name!r} has no recurrent layers to inspect (a "
                          f"{zoo.describe(args.name).get('task', 'other')} model).")
     result = model.inspect(args.text)
-    # Each trace with the tokens along its steps: a translator's encoder reads the source
-    # pieces, its decoder the produced ones.
-    traces = {t["name"]: (t, result["tokens"]) for t in result.get("layers", [])}
-    traces.update({t["name"]: (t, result.get("source_tokens")) for t in result.get("encoder", [])})
-    traces.update({t["name"]: (t, result.get("target_tokens")) for t in result.get("decoder", [])})
+    traces = inspection.traces_by_layer(result)
     name = args.layer or next(iter(traces))
     if name not in traces:
         raise UsageError(f"{args.name} has no layer {name!r}; its layers: {', '.join(traces)}.")
