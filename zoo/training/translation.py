@@ -655,7 +655,6 @@ def model_card(metadata):
             lines += ["", f"Outputs with an `[UNK]` (beam 5): {holes['count']} of "
                           f"{holes['examples']} ({holes['percent']}%)."]
         lines += _readability_lines(test["greedy"].get("attention_on_punctuation"))
-        lines += _real_text_lines(metadata.get("real_text_test", {}))
         lines += ["", f"BLEU signature: `{test['beam5']['bleu']['signature']}`",
                   f"chrF signature: `{test['beam5']['chrf']['signature']}`"]
     else:
@@ -669,6 +668,7 @@ def model_card(metadata):
               f"| source tokens | examples | {label} |", "|---|---|---|"]
     for bucket, values in test["beam5"][f"{metric}_by_source_length"].items():
         lines.append(f"| {bucket} | {values['sentences']} | {values[metric]} |")
+    lines += _real_text_lines(metadata.get("real_text_test", {}))
     lines += _behaviour_lines(metadata.get("behaviour", {}))
     lines += _mix_lines(metadata["data"].get("mix"), training.get("validation_loss_by_epoch"),
                         metadata.get("terms"))
