@@ -155,8 +155,14 @@ def test_translate_file_usage_errors(toy_preset, tmp_path, capsys):
         (["--input", tmp_path / "missing.txt"],
          f"cannot read --input {tmp_path / 'missing.txt'}: No such file or directory."),
         (["--input", source, "你好。"], "give texts or --input FILE, not both."),
-        (["--batch-size", "0", "你好。"], "--batch-size must be a positive number of "
-                                         "sentences; got 0."),
+        (["--batch-size", "0", "你好。"], "--batch-size must be a positive integer; "
+                                         "received 0."),
+        (["--beam", "1000000", "你好。"], "--beam must be an integer from 1 to 64; "
+                                         "received 1000000."),
+        (["--max-length", "1000000000", "你好。"], "--max-length must be an integer from 1 "
+                                                  "to 1,024; received 1000000000."),
+        (["--beam", "1000000", "--n-best", "1", "你好。"], "--beam must be an integer from "
+                                                          "1 to 64; received 1000000."),
         (["--n-best", "2"], "--n-best takes the texts on the command line (a file is "
                             "translated one line per line)."),
     ]:

@@ -6,7 +6,6 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 
 
@@ -89,9 +88,8 @@ def _load_translator(name):
 def _command_translate(args):
     if args.texts and args.input:
         raise UsageError("give texts or --input FILE, not both.")
-    if args.batch_size < 1:
-        raise UsageError(f"--batch-size must be a positive number of sentences; got "
-                         f"{args.batch_size}.")
+    _check_search_options(beam_size=args.beam, max_length=args.max_length,
+                          num_hypotheses=args.n_best, batch_size=args.batch_size)
     if args.n_best is not None and not args.texts:
         raise UsageError("--n-best takes the texts on the command line (a file is "
                          "translated one line per line).")
@@ -107,17 +105,31 @@ def _command_translate(args):
     return _translate_file(model, args)
 
 
+# The options of `zoo translate` and `zoo evaluate` by the arguments of model.translate
+# they set, to name them as the user typed them in an error.
+_SEARCH_OPTIONS = {"beam_size": "--beam", "max_length": "--max-length",
+                   "num_hypotheses": "--n-best", "batch_size": "--batch-size"}
+
+
+def _check_search_options(**arguments):
+    """The shared rule of zoo.text.codec.check_search_arguments (the limits of every
+    runtime), checked before a model loads, its errors naming the options."""
+    from zoo.text import codec
+
+    try:
+        codec.check_search_arguments(**arguments)
+    except ValueError as error:
+        message = str(error)
+        for argument, option in _SEARCH_OPTIONS.items():
+            message = message.replace(argument, option)
+        raise UsageError(message) from None
+
+
 def _print_n_best(model, args):
     """Per text, its hypotheses best first as ``score<TAB>translation``; a blank line
     between texts."""
-    try:
-        results = model.translate(args.texts, beam_size=args.beam, max_length=args.max_length,
-                                  batch_size=args.batch_size, num_hypotheses=args.n_best)
-    except ValueError as error:
-        if "num_hypotheses" not in str(error):
-            raise
-        raise UsageError(str(error).replace("num_hypotheses", "--n-best")
-                         .replace("beam_size", "--beam")) from None
+    results = model.translate(args.texts, beam_size=args.beam, max_length=args.max_length,
+                              batch_size=args.batch_size, num_hypotheses=args.n_best)
     for position, hypotheses in enumerate(results):
         if position:
             print()
@@ -161,8 +173,11 @@ def _count_lines(path):
 
 @contextlib.contextmanager
 def _output_file(path, input_path):
-    """stdout, or a file written beside ``path`` and renamed over it once complete: a run
-    that fails leaves an existing file as it was."""
+    """stdout, or a file written beside ``path`` and renamed over it once complete
+    (``zoo.files.replacing``: a run that fails or gets SIGTERM leaves an existing file as
+    it was; its mode and a symbolic link are kept)."""
+    from zoo import files
+
     if path is None:
         yield sys.stdout
         sys.stdout.flush()
@@ -170,19 +185,12 @@ def _output_file(path, input_path):
     target = Path(path)
     if input_path and target.exists() and target.samefile(input_path):
         raise UsageError(f"--output {path} is the input file; write to another file.")
-    try:
-        handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.parent,
-                                             prefix=f".{target.name}.", suffix=".partial",
-                                             delete=False)
-    except OSError as error:
-        raise UsageError(f"cannot write --output {path}: {error.strerror}.") from None
-    try:
-        with handle:
-            yield handle
-        os.replace(handle.name, target)
-    finally:
-        if os.path.exists(handle.name):
-            os.unlink(handle.name)
+    with contextlib.ExitStack() as stack:
+        try:
+            handle = stack.enter_context(files.replacing(target))
+        except OSError as error:
+            raise UsageError(f"cannot write --output {path}: {error.strerror}.") from None
+        yield handle
 
 
 def _command_generate(args):
@@ -251,6 +259,7 @@ def _command_evaluate(args):
     import zoo
     from zoo.training import driver
 
+    _check_search_options(beam_size=args.beam, batch_size=args.batch_size)
     metadata = zoo.describe(args.name)
     task = driver.task_of(metadata)
     model = _load_for(args.name, task.model_method, metadata.get("task", "translation"))

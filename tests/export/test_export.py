@@ -139,7 +139,7 @@ def test_saved_model_has_no_device_specific_ops(exports):
 
 def test_saved_model_refuses_a_bad_beam_size(exports):
     loaded = tf.saved_model.load(str(exports["saved_model"]))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="beam_size must be at least 1"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="beam_size must be an integer from 1 to 64"):
         loaded.signatures["translate_beam"](texts=tf.constant(["你好。"]), beam_size=tf.constant(0))
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match="num_hypotheses must be at most beam_size"):

@@ -31,9 +31,8 @@ import tensorflow as tf
 from zoo.export import model_kind
 from zoo.export.graph import without_cudnn
 from zoo.text.preprocessor import checked_texts, lookup_table
-from zoo.text.codec import EMPTY_PROMPT, MAX_GENERATION_LENGTH, MAX_TEXT_LENGTH
+from zoo.text.codec import EMPTY_PROMPT, MAX_BEAM_SIZE, MAX_GENERATION_LENGTH, MAX_TEXT_LENGTH
 
-MAX_BEAM_SIZE = 64
 VERSION = 1
 
 
@@ -81,6 +80,9 @@ def _serving_functions(model, codec):
 
 def _sampling_checks(temperature, seed, top_k, top_p):
     return [
+        # The rule of zoo.text.codec.check_temperature_and_seed: finite and >= 0 (inf would
+        # divide every logit to 0 and draw uniformly; NaN fails the second check).
+        tf.debugging.assert_all_finite(temperature, message="temperature must be finite"),
         tf.debugging.assert_non_negative(temperature, message="temperature must be >= 0"),
         tf.debugging.assert_non_negative(seed, message="seed must be >= 0"),
         tf.debugging.assert_non_negative(top_k, message="top_k must be >= 0 (0: no cut)"),
@@ -91,9 +93,10 @@ def _sampling_checks(temperature, seed, top_k, top_p):
 
 def _beam_checks(beam_size):
     return [
-        tf.debugging.assert_greater_equal(beam_size, 1, message="beam_size must be at least 1"),
-        tf.debugging.assert_less_equal(
-            beam_size, MAX_BEAM_SIZE, message=f"beam_size must be at most {MAX_BEAM_SIZE}"),
+        tf.debugging.assert_greater_equal(beam_size, 1, message=f"beam_size must be an "
+                                          f"integer from 1 to {MAX_BEAM_SIZE}"),
+        tf.debugging.assert_less_equal(beam_size, MAX_BEAM_SIZE, message=f"beam_size must be "
+                                       f"an integer from 1 to {MAX_BEAM_SIZE}"),
     ]
 
 
