@@ -229,8 +229,9 @@ def test_export_errors(model, tmp_path):
         export.export(model, "onnx", tmp_path, name="x")
     with pytest.raises(ValueError, match="Unknown quantization 'int4'"):
         export.export(model, "tflite", tmp_path, name="x", quantize="int4")
-    with pytest.raises(ValueError, match="beam_size must be an integer of at least 2"):
-        export.export(model, "tflite", tmp_path, name="x", beam_size=1)
+    for beam_size in (1, 65):
+        with pytest.raises(ValueError, match="beam_size must be an integer from 2 to 64"):
+            export.export(model, "tflite", tmp_path, name="x", beam_size=beam_size)
 
 
 @pytest.mark.parametrize("kind", ["attention", "bottleneck"])

@@ -31,7 +31,8 @@ import tensorflow as tf
 from zoo.export import model_kind
 from zoo.export.graph import without_cudnn
 from zoo.text.preprocessor import checked_texts, lookup_table
-from zoo.text.codec import EMPTY_PROMPT, MAX_BEAM_SIZE, MAX_GENERATION_LENGTH, MAX_TEXT_LENGTH
+from zoo.text.codec import (EMPTY_PROMPT, MAX_BEAM_SIZE, MAX_GENERATION_LENGTH,
+                            MAX_TEXT_LENGTH)
 
 VERSION = 1
 
@@ -137,8 +138,9 @@ def _language_model_endpoints(model):
                 ids, message="the prompt contains characters this model was not trained on"),
             tf.debugging.assert_less_equal(
                 length, MAX_GENERATION_LENGTH,
-                message=f"length must be from 0 to {MAX_GENERATION_LENGTH}"),
-            tf.debugging.assert_non_negative(length, message="length must be from 0"),
+                message=f"length must be an integer from 0 to {MAX_GENERATION_LENGTH:,}"),
+            tf.debugging.assert_non_negative(
+                length, message=f"length must be an integer from 0 to {MAX_GENERATION_LENGTH:,}"),
             *_sampling_checks(temperature, seed, top_k, top_p),
         ]
         with tf.control_dependencies(checks):

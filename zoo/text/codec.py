@@ -91,7 +91,10 @@ def prompt_text(prompt):
 
 # -- character language models ---------------------------------------------------------
 
-MAX_GENERATION_LENGTH = 100_000
+# The most characters one generation call writes: a few pages, under 40 s for the
+# shipped language models on one core of an AMD EPYC (docs/bad_input.md); 100,000 took
+# over 4 minutes, which a server's request should not.
+MAX_GENERATION_LENGTH = 10_000
 
 
 def character_ids(text, index, characters):
@@ -108,9 +111,8 @@ def character_ids(text, index, characters):
 def check_generation_arguments(length, temperature, seed):
     """``(length, float temperature, seed)`` (a random seed for None), or a clear error
     for a bad argument."""
-    if (not isinstance(length, int) or isinstance(length, bool)
-            or not 0 <= length <= MAX_GENERATION_LENGTH):
-        raise ValueError(f"length must be an integer from 0 to {MAX_GENERATION_LENGTH}; "
+    if not _is_integer(length) or not 0 <= length <= MAX_GENERATION_LENGTH:
+        raise ValueError(f"length must be an integer from 0 to {MAX_GENERATION_LENGTH:,}; "
                          f"received {length!r}.")
     return (length, *check_temperature_and_seed(temperature, seed))
 
