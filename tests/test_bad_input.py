@@ -4,6 +4,8 @@ Each case of the README's "Bad input" table, for the three kinds of model (untra
 tiny ones: what is checked is what happens to the input, not the model's quality).
 """
 
+import re
+
 import pytest
 import tensorflow as tf
 
@@ -13,7 +15,8 @@ from zoo.export import TFLiteClassifier, TFLiteLanguageModel, TFLiteTranslator
 from zoo.models import CharLanguageModel, TextClassifier
 from zoo.text import Vocabulary
 from zoo.text.preprocessor import CharacterPreprocessor, ClassifierPreprocessor
-from zoo.text.codec import MAX_TEXT_LENGTH
+from zoo.text.codec import (MAX_BEAM_SIZE, MAX_GENERATION_LENGTH, MAX_OUTPUT_LENGTH,
+                            MAX_TEXT_LENGTH)
 
 from conftest import SOURCES
 
@@ -36,7 +39,7 @@ def translators(toy_translators, tmp_path_factory):
         return [t.decode() for t in result["translations"].numpy()]
 
     return {"keras": model.translate, "saved_model": served, "tflite": tflite.translate,
-            "signature": saved.signatures["serving_default"]}
+            "signature": saved.signatures["serving_default"], "saved": saved}
 
 
 RUNTIMES = ("keras", "saved_model", "tflite")
@@ -190,8 +193,10 @@ def classifiers(tmp_path_factory):
 
 
 @pytest.mark.parametrize("texts", [["", "  "], ["ЖЖЖ", "🙂", "\x00\x07"],
-                                   ["a good film 🙂", "a 书 film"], [LONGEST], []],
-                         ids=["blank", "unknown", "mixed", "longest", "empty_batch"])
+                                   ["a good film 🙂", "a 书 film"], [LONGEST], [],
+                                   ["\x00A BAD FILM , a bad film", "good\x00 A bad FILM",
+                                    "A\x00\x00GOOD\x00", "\x00"]],
+                         ids=["blank", "unknown", "mixed", "longest", "empty_batch", "nul"])
 @pytest.mark.slow
 def test_classifier_runtimes_agree(classifiers, texts):
     expected = classifiers["keras"](texts)
@@ -233,3 +238,122 @@ def test_cli_generate_and_classify_report_bad_input_in_one_line(generators, clas
     _one_line_error(capsys, "Text 1 " + LENGTH_ERROR)
     assert main(["classify", classifier, "", "🙂"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+# -- the limits of one call (issue 42): the same rule in every runtime -------------------------
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"beam_size": 10**6}, "beam_size must be an integer from 1 to 64; received 1000000."),
+    ({"beam_size": 10**6, "num_hypotheses": 1},
+     "beam_size must be an integer from 1 to 64; received 1000000."),
+    ({"beam_size": 3, "num_hypotheses": 65},
+     "num_hypotheses must be an integer from 1 to 64; received 65."),
+    ({"max_length": 10**9}, "max_length must be an integer from 1 to 1,024; received 1000000000."),
+    ({"max_length": 0}, "max_length must be an integer from 1 to 1,024; received 0."),
+    ({"batch_size": 0}, "batch_size must be a positive integer; received 0."),
+    ({"beam_size": float("inf")}, "beam_size must be an integer from 1 to 64; received inf."),
+])
+def test_translation_beyond_a_limit_is_refused_before_any_work(toy_translators, arguments,
+                                                                 message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        toy_translators["attention"].translate([SOURCES[0]], **arguments)
+
+
+def test_the_widest_beam_and_the_longest_output_are_accepted(toy_translators):
+    model = toy_translators["attention"]
+    (hypotheses,) = model.translate([SOURCES[0]], beam_size=MAX_BEAM_SIZE,
+                                    num_hypotheses=MAX_BEAM_SIZE, max_length=MAX_OUTPUT_LENGTH)
+    assert len(hypotheses) == MAX_BEAM_SIZE
+    assert hypotheses[0]["text"] == model.translate([SOURCES[0]], beam_size=MAX_BEAM_SIZE)[0]
+
+
+@pytest.fixture(scope="module")
+def small_classifier():
+    preprocessor = ClassifierPreprocessor.train(["a good film , a bad film"])
+    model = TextClassifier(len(preprocessor.vocabulary), embedding_dim=8, units=8, dropout=0.0)
+    model.build()
+    model.set_preprocessor(preprocessor)
+    return model
+
+
+def test_classifier_batch_size_must_be_positive(small_classifier):
+    with pytest.raises(ValueError, match=re.escape("batch_size must be a positive integer; "
+                                                   "received 0.")):
+        small_classifier.classify(["a good film"], batch_size=0)
+
+
+def test_cli_classify_reports_an_unreadable_line_and_goes_on(small_classifier, tmp_path,
+                                                              monkeypatch, capsys):
+    import io
+
+    preset = presets.save(small_classifier, tmp_path / "classifier")
+    lines = b"a good film\n\xff\xfe bad\n" + ("x" * 2001).encode() + b"\na bad film\n"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(lines)))
+    assert main(["classify", str(preset)]) == 1
+    captured = capsys.readouterr()
+    expected = small_classifier.classify(["a good film", "a bad film"])
+    assert captured.out.split("\n") == [
+        f"{expected[0]['label']}\t{expected[0]['probability']:.3f}\ta good film", "", "",
+        f"{expected[1]['label']}\t{expected[1]['probability']:.3f}\ta bad film", ""]
+    assert captured.err == (
+        "line 2: not UTF-8 (invalid start byte at byte 0); written as an empty line\n"
+        "line 3: 2,001 characters, over the 2,000-character limit; written as an empty line\n"
+        "2 line(s) could not be classified and were written empty (reported above).\n")
+
+
+@pytest.fixture(scope="module")
+def small_language_model():
+    tf.keras.utils.set_random_seed(0)
+    model = CharLanguageModel(len(CHARACTERS), cell="gru", embedding_dim=8, units=16)
+    model.build()
+    model.set_preprocessor(CharacterPreprocessor(CHARACTERS))
+    return model
+
+
+def test_generating_no_characters_gives_an_empty_text(small_language_model):
+    assert small_language_model.generate("ROMEO:", 0) == ""
+    assert list(small_language_model.stream("", 0)) == []
+    with pytest.raises(ValueError, match="not trained on"):  # the prompt is still checked
+        small_language_model.generate("ROMEO 🙂", 0)
+
+
+@pytest.mark.parametrize("length", [MAX_GENERATION_LENGTH + 1, 100_000, -1, 2.0])
+def test_a_generation_length_beyond_the_limit_is_refused(small_language_model, length):
+    with pytest.raises(ValueError, match=re.escape(
+            f"length must be an integer from 0 to {MAX_GENERATION_LENGTH:,}; received")):
+        small_language_model.generate("ROMEO:", length)
+
+
+@pytest.mark.slow
+def test_saved_model_refuses_the_beam_python_refuses(translators):
+    beam = translators["saved"].signatures["translate_beam"]
+    for beam_size in (0, MAX_BEAM_SIZE + 1, 10**6):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="beam_size must be an integer from 1 to 64"):
+            beam(texts=tf.constant([SOURCES[0]]), beam_size=tf.constant(beam_size))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("temperature", [float("inf"), float("nan"), -1.0])
+def test_a_temperature_that_is_not_finite_and_non_negative_is_refused_everywhere(
+        translators, generators, temperature):
+    sample = translators["saved"].signatures["translate_sample"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="temperature must be"):
+        sample(texts=tf.constant([SOURCES[0]]), temperature=tf.constant(temperature),
+               seed=tf.constant(0), top_k=tf.constant(0), top_p=tf.constant(1.0))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="temperature must be"):
+        generators["saved_model"]("ROMEO:", 5, temperature=temperature)
+    for translate in (translators["keras"], translators["tflite"]):
+        with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+            translate([SOURCES[0]], sampling=True, temperature=temperature)
+    for runtime in ("keras", "tflite"):
+        with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+            generators[runtime]("ROMEO:", 5, temperature=temperature)
+
+
+@pytest.mark.slow
+def test_generating_no_characters_gives_an_empty_text_everywhere(generators, capsys):
+    for runtime in ("keras", "saved_model", "tflite"):
+        assert generators[runtime]("ROMEO:", 0) == "", runtime
+    assert main(["generate", str(generators["preset"]), "ROMEO:", "--length", "0"]) == 0
+    assert capsys.readouterr().out == "ROMEO:\n"

@@ -62,13 +62,6 @@ def _command_benchmark(args):
     return 0
 
 
-def _read_texts(args):
-    """Texts from the command line, or one per line from stdin."""
-    if args.texts:
-        return args.texts
-    return [line.rstrip("\n") for line in sys.stdin]
-
-
 def _load_for(name, method, what):
     """A preset whose model can ``method`` (translate, generate, classify)."""
     import zoo
@@ -88,11 +81,11 @@ def _load_translator(name):
 def _command_translate(args):
     if args.texts and args.input:
         raise UsageError("give texts or --input FILE, not both.")
-    _check_search_options(beam_size=args.beam, max_length=args.max_length,
-                          num_hypotheses=args.n_best, batch_size=args.batch_size)
     if args.n_best is not None and not args.texts:
         raise UsageError("--n-best takes the texts on the command line (a file is "
                          "translated one line per line).")
+    _check_search_options(beam_size=args.beam, max_length=args.max_length,
+                          num_hypotheses=args.n_best, batch_size=args.batch_size)
     model = _load_translator(args.name)
     if args.n_best is not None:
         return _print_n_best(model, args)
@@ -206,10 +199,33 @@ def _command_generate(args):
 
 
 def _command_classify(args):
+    """One line per text; from stdin, a line that cannot be read (not UTF-8, too long) is
+    reported on stderr by its number and printed empty, as `zoo translate --input` does."""
     model = _load_for(args.name, "classify", "classification")
-    texts = _read_texts(args)
-    for text, result in zip(texts, model.classify(texts)):
-        print(f"{result['label']}\t{result['probability']:.3f}\t{text}")
+    if args.texts:
+        for text, result in zip(args.texts, model.classify(args.texts)):
+            print(f"{result['label']}\t{result['probability']:.3f}\t{text}")
+        return 0
+    from zoo import file_translation
+
+    texts, problems = {}, 0
+    for number, line in enumerate(sys.stdin.buffer, 1):
+        text, problem = file_translation.readable_line(line)
+        if problem:
+            print(f"line {number}: {problem}; written as an empty line", file=sys.stderr)
+            problems += 1
+        texts[number] = text
+    results = iter(model.classify([t for t in texts.values() if t is not None]))
+    for text in texts.values():
+        if text is None:
+            print()
+        else:
+            result = next(results)
+            print(f"{result['label']}\t{result['probability']:.3f}\t{text}")
+    if problems:
+        print(f"{problems} line(s) could not be classified and were written empty "
+              "(reported above).", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -268,6 +284,10 @@ def _command_evaluate(args):
     print("\n".join(lines))
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
+    if result["unreadable_lines"]:  # each reported on stderr as it was read
+        print(f"{result['unreadable_lines']} line(s) could not be read and were left out "
+              "(reported above).", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -312,7 +332,17 @@ def _command_export(args):
         options = {"quantize": args.quantize, "beam_size": args.beam_size}
     elif args.quantize is not None:
         raise UsageError("--quantize applies to --format tflite only.")
-    path = export.export(args.name, args.format, args.out, **options)
+    out = Path(args.out)
+    try:  # checked before the model loads: TensorFlow would fail minutes later, deep inside
+        out.mkdir(parents=True, exist_ok=True)
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied")
+    except OSError as error:
+        raise UsageError(f"cannot write into --out {args.out}: {error.strerror}.") from None
+    try:
+        path = export.export(args.name, args.format, out, **options)
+    except FileExistsError as error:
+        raise UsageError(str(error)) from None
     print(f"{args.format} export of {args.name} written to {path}")
     return 0
 

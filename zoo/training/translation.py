@@ -70,10 +70,10 @@ def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, 
                             batch_size, shuffle, seed)
 
 
-def read_pairs_file(model, path):
+def read_pairs_file(model, path, unreadable=None):
     """A user's TSV of pairs, English first, as (sources, references) in the model's
-    direction."""
-    return pair_sides(tatoeba.read_pairs(path), model.source_language)
+    direction (``unreadable``: see ``zoo.data.utf8_lines``)."""
+    return pair_sides(tatoeba.read_pairs(path, unreadable), model.source_language)
 
 
 def tsv_dataset(model, path, batch_size=64, shuffle=True):
@@ -337,22 +337,24 @@ class TranslationTask(Task):
         """BLEU and chrF of a TSV of pairs, English first; or, for a preset judged by
         exact match, of (input, expected answer) pairs."""
         exact = metric_of(metadata) == "exact_match"
-        sources, references = (generated.read_tsv(path) if exact
-                               else read_pairs_file(model, path))
+        unreadable = []
+        sources, references = (generated.read_tsv(path, unreadable) if exact
+                               else read_pairs_file(model, path, unreadable))
         if not sources:
             raise ValueError(f"{path} holds no sentence pairs.")
         hypotheses = _translate_with_progress(model, sources, beam_size, batch_size)
         if exact:
             result = evaluation.exact_match(hypotheses, references)
             return ({"metric": "exact_match", "value": result["score"],
-                     "examples": len(sources), "beam_size": beam_size},
+                     "examples": len(sources), "beam_size": beam_size,
+                     "unreadable_lines": len(unreadable)},
                     [f"exact match {result['score']}% ({result['correct']} of {len(sources)})"])
         bleu = evaluation.bleu(hypotheses, references, model.target_language)
         chrf = evaluation.chrf(hypotheses, references)
         holes = evaluation.unknown_outputs(hypotheses)
         return ({"metric": "bleu", "value": bleu["score"], "examples": len(sources),
                  "signature": bleu["signature"], "chrf": chrf["score"], "beam_size": beam_size,
-                 "unknown_outputs": holes["count"]},
+                 "unknown_outputs": holes["count"], "unreadable_lines": len(unreadable)},
                 [f"BLEU {bleu['score']}  ({bleu['signature']})",
                  f"chrF {chrf['score']}  ({chrf['signature']})",
                  f"[UNK] in {holes['count']} of {holes['examples']} outputs ({holes['percent']}%)"])
