@@ -157,21 +157,29 @@ def test_keras_file_with_a_lambda_layer_is_refused_without_running_it(tmp_path):
     assert marker.exists()
 
 
-def test_keras_file_with_an_unregistered_class_is_refused(tmp_path):
+def _keras_file_with_config(source, target, change):
+    """A copy of the .keras file ``source`` whose config.json ``change(config)`` edited."""
     import zipfile
 
-    _tiny_model().save(tmp_path / "tiny.keras")
-    with zipfile.ZipFile(tmp_path / "tiny.keras") as archive:
+    with zipfile.ZipFile(source) as archive:
         files = {name: archive.read(name) for name in archive.namelist()}
     config = json.loads(files["config.json"])
-    config["config"]["layers"][1]["class_name"] = "Exploit"
-    config["config"]["layers"][1]["module"] = "os"
+    change(config)
     files["config.json"] = json.dumps(config).encode()
-    with zipfile.ZipFile(tmp_path / "exploit.keras", "w") as archive:
+    with zipfile.ZipFile(target, "w") as archive:
         for name, content in files.items():
             archive.writestr(name, content)
+    return target
+
+
+def test_keras_file_with_an_unregistered_class_is_refused(tmp_path):
+    def exploit(config):
+        config["config"]["layers"][1].update(class_name="Exploit", module="os")
+
+    _tiny_model().save(tmp_path / "tiny.keras")
+    path = _keras_file_with_config(tmp_path / "tiny.keras", tmp_path / "exploit.keras", exploit)
     with pytest.raises(presets.PresetError, match="not registered"):
-        zoo.load(tmp_path / "exploit.keras")
+        zoo.load(path)
 
 
 def test_broken_or_missing_keras_file_is_a_clear_error(tmp_path):
@@ -356,20 +364,13 @@ def test_absurd_config_sizes_are_refused_before_building(toy_preset, tmp_path, k
 
 
 def test_absurd_sizes_in_a_keras_file_or_keras_layer_are_refused(tmp_path):
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4)])
-    model.save(tmp_path / "dense.keras")
-    import zipfile
+    def huge(config):
+        config["config"]["layers"][0]["config"]["units"] = 10**9
 
-    with zipfile.ZipFile(tmp_path / "dense.keras") as archive:
-        files = {name: archive.read(name) for name in archive.namelist()}
-    config = json.loads(files["config.json"])
-    config["config"]["layers"][0]["config"]["units"] = 10**9
-    files["config.json"] = json.dumps(config).encode()
-    with zipfile.ZipFile(tmp_path / "huge.keras", "w") as archive:
-        for name, content in files.items():
-            archive.writestr(name, content)
+    keras.Sequential([keras.Input((3,)), keras.layers.Dense(4)]).save(tmp_path / "dense.keras")
+    path = _keras_file_with_config(tmp_path / "dense.keras", tmp_path / "huge.keras", huge)
     with pytest.raises(presets.PresetError, match="gives units = 1,000,000,000"):
-        zoo.load(tmp_path / "huge.keras")
+        zoo.load(path)
 
 
 def test_shipped_presets_are_within_the_config_limits():
