@@ -494,3 +494,24 @@ def test_the_page_translates_as_the_model_and_draws_the_attention(browser, page_
     resources = browser.execute_script(
         "return performance.getEntriesByType('resource').map(entry => entry.name);")
     assert resources and all(r.startswith(page_url) for r in resources), resources
+
+
+def test_serving_beyond_this_machine_warns_that_the_page_is_open(monkeypatch, capsys):
+    from zoo import demo
+
+    launched = []
+
+    class Page:
+        def launch(self, **options):
+            launched.append(options["server_name"])
+
+    monkeypatch.setattr(demo, "build_page", Page)
+    demo.serve("0.0.0.0", 7860)
+    assert capsys.readouterr().err == (
+        "zoo demo: warning: listening on 0.0.0.0: the page is open to the network, with no "
+        "password; anyone who reaches this address can use it.\n")
+    for host in ("127.0.0.1", "localhost", "::1"):
+        demo.serve(host, 7860)
+        assert capsys.readouterr().err == ""
+    assert launched == ["0.0.0.0", "127.0.0.1", "localhost", "::1"]
+    assert demo.whole(5.0) == 5 and demo.whole(float("inf")) == float("inf")

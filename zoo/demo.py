@@ -16,6 +16,7 @@ them as they are.
 
 import functools
 import os
+import sys
 
 # Read by gradio when it is imported: otherwise it reports usage and asks for its newest
 # version over the network as the server starts.
@@ -202,13 +203,20 @@ def trace_choices(trace):
 
 
 # -- what the page's buttons do ------------------------------------------------------------------
+def whole(number):
+    """A slider's or number box's value as the models take it: a float that is a whole
+    number as an int, anything else as it is, for the models' checks to refuse (a
+    request to the page's API may send any number: int(inf) would be an OverflowError)."""
+    return int(number) if isinstance(number, float) and number.is_integer() else number
+
+
 @showing_bad_input(cleared=(None, None, None, ""))
 def translate(name, text, beam_size, hypotheses):
     """The best translation, the beam's n-best ``[score, text]`` rows and the attention
     (a figure, or a note saying why there is none)."""
-    model, beam_size = loaded(name), int(beam_size)
+    model, beam_size = loaded(name), whole(beam_size)
     best = model.translate([require_text(text)], beam_size=beam_size,
-                           num_hypotheses=min(int(hypotheses), beam_size))[0]
+                           num_hypotheses=min(whole(hypotheses), beam_size))[0]
     if not best[0]["text"]:
         raise ValueError(f"{name} produced nothing: it knows none of the words or characters "
                          f"of {text[:80]!r}.")
@@ -237,8 +245,8 @@ def generate(name, prompt, length, temperature, top_k, top_p, seed):
     """The prompt and what the language model wrote after it, and the start of that
     text to look inside (``inspected_excerpt``)."""
     text = prompt + loaded(name).generate(
-        prompt, int(length), temperature=float(temperature), top_k=int(top_k) or None,
-        top_p=None if top_p >= 1 else float(top_p), seed=None if seed is None else int(seed))
+        prompt, whole(length), temperature=temperature, top_k=whole(top_k) or None,
+        top_p=None if top_p == 1 else top_p, seed=None if seed is None else whole(seed))
     return text, inspected_excerpt(text)
 
 
@@ -450,8 +458,26 @@ def cjk_font_face():
             f"unicode-range: {CJK_RANGES}; font-display: swap; }}")
 
 
+def network_warning(host):
+    """What to tell someone who serves the page beyond this machine (None on loopback)."""
+    import ipaddress
+
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        loopback = False
+    if loopback:
+        return None
+    return (f"zoo demo: warning: listening on {host}: the page is open to the network, "
+            "with no password; anyone who reaches this address can use it.")
+
+
 def serve(host=DEFAULT_HOST, port=DEFAULT_PORT):
-    """Serve the page at http://HOST:PORT/ until interrupted."""
+    """Serve the page at http://HOST:PORT/ until interrupted (with a warning on stderr
+    when HOST is not a loopback address)."""
+    warning = network_warning(host)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     # No share link (a tunnel through gradio's servers), no server-side rendering (a Node
     # process), the browser's fonts and the CJK font file (the one file allowed).
     build_page().launch(server_name=host, server_port=port, share=False, inbrowser=False,

@@ -72,7 +72,14 @@ def test_cli_classify_and_evaluate(classifier_preset, tmp_path, capsys):
     path.write_text("label\tsentence\n" + "".join(f"{y}\t{t}\n" for t, y in REVIEWS))
     assert main(["evaluate", str(classifier_preset), "--data", str(path), "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert result == {"metric": "accuracy", "value": 100.0, "examples": 8}
+    assert result == {"metric": "accuracy", "value": 100.0, "examples": 8, "unreadable_lines": 0}
+    path.write_bytes(path.read_bytes() + b"1\tgood \xe9 film\n")  # Latin-1, not UTF-8
+    assert main(["evaluate", str(classifier_preset), "--data", str(path), "--json"]) == 1
+    captured = capsys.readouterr()
+    result = json.loads(captured.out.strip().splitlines()[-1])
+    assert (result["examples"], result["unreadable_lines"]) == (8, 1)
+    assert captured.err.startswith(f"{path}, line 10: not UTF-8 (invalid continuation byte at "
+                                   "byte 7); left out\n")
 
 
 @pytest.mark.slow

@@ -95,7 +95,7 @@ def test_generation_is_reproducible_with_a_seed_and_equal_in_the_graph_loop(fitt
 def test_bad_generation_arguments_are_clear_errors(fitted):
     with pytest.raises(ValueError, match=r"characters this model was not trained on: '@é'"):
         fitted.generate("é@", 5)
-    with pytest.raises(ValueError, match="length must be an integer from 0 to 100000; received -1"):
+    with pytest.raises(ValueError, match="length must be an integer from 0 to 10,000; received -1"):
         fitted.generate("But", -1)
     with pytest.raises(ValueError, match="temperature must be a finite number >= 0; received nan"):
         fitted.generate("But", 5, temperature=float("nan"))

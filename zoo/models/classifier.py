@@ -129,6 +129,7 @@ class TextClassifier(keras.Model):
     def probabilities(self, texts, batch_size=256):
         """``[len(texts), labels]`` softmax probabilities."""
         texts = codec.text_list(texts)
+        codec.check_count("batch_size", batch_size)
         if self._predict_function is None:
             object.__setattr__(self, "_predict_function", backend.compile_function(
                 lambda ids: ops.softmax(self(ids), axis=-1), self.variables))

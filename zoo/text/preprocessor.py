@@ -453,6 +453,25 @@ def checked_texts(texts):
         return tf.identity(texts)
 
 
+def tf_lower(texts):
+    """Python's ``str.lower`` in graph ops, for a 1-D string tensor.
+
+    ``tf.strings.lower(..., encoding="utf-8")`` reads a text as a C string and drops
+    everything from its first NUL character (``"great\\x00 awful"`` -> ``"great"``), where
+    Python lower-cases the whole text and keeps the NUL: each part between NULs is
+    lower-cased alone and the parts joined back, each but the last followed by a NUL (a
+    tensor: the ``separator`` of ``reduce_join`` is read as a C string too).
+    """
+    import tensorflow as tf
+
+    parts = tf.strings.split(texts, sep="\x00")
+    lengths = parts.row_lengths()
+    last = tf.equal(tf.ragged.range(lengths).flat_values, tf.repeat(lengths - 1, lengths))
+    nul = tf.where(last, tf.constant(""), tf.constant("\x00"))
+    lowered = tf.strings.join([tf.strings.lower(parts.flat_values, encoding="utf-8"), nul])
+    return tf.strings.reduce_join(parts.with_flat_values(lowered), axis=-1)
+
+
 class ClassifierPreprocessor:
     """Text -> word ids for a classifier: optional lower-casing, the language's word
     rules, a cut to ``max_length`` words, a whole-word vocabulary.
@@ -533,7 +552,7 @@ class GraphClassifierPreprocessor:
 
         texts = checked_texts(texts)
         if self.preprocessor.lowercase:
-            texts = tf.strings.lower(texts, encoding="utf-8")
+            texts = tf_lower(texts)
         words = tokenizers.tf_tokenize(texts, self.preprocessor.language)
         ids = tf_padded(tf.cast(tf.ragged.map_flat_values(
             self.table.lookup, words[:, : self.preprocessor.max_length]), tf.int32))

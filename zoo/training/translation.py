@@ -77,10 +77,10 @@ def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, 
     return bucketed_dataset(keep, length_of, batch_of, (inputs, spec), batch_size, shuffle, seed)
 
 
-def read_pairs_file(model, path):
+def read_pairs_file(model, path, unreadable=None):
     """A user's TSV of pairs, English first, as (sources, references) in the model's
-    direction."""
-    return pair_sides(tatoeba.read_pairs(path), model.source_language)
+    direction (``unreadable``: see ``zoo.data.utf8_lines``)."""
+    return pair_sides(tatoeba.read_pairs(path, unreadable), model.source_language)
 
 
 def tsv_dataset(model, path, batch_size=64, shuffle=True):
@@ -467,15 +467,17 @@ class TranslationTask(Task):
         """BLEU and chrF of a TSV of pairs, English first; or, for a preset judged by
         exact match, of (input, expected answer) pairs."""
         exact = metric_of(metadata) == "exact_match"
-        sources, references = (generated.read_tsv(path) if exact
-                               else read_pairs_file(model, path))
+        unreadable = []
+        sources, references = (generated.read_tsv(path, unreadable) if exact
+                               else read_pairs_file(model, path, unreadable))
         if not sources:
             raise ValueError(f"{path} holds no sentence pairs.")
         hypotheses = _translate_with_progress(model, sources, beam_size, batch_size)
         if exact:
             result = evaluation.exact_match(hypotheses, references)
             return ({"metric": "exact_match", "value": result["score"],
-                     "examples": len(sources), "beam_size": beam_size},
+                     "examples": len(sources), "beam_size": beam_size,
+                     "unreadable_lines": len(unreadable)},
                     [f"exact match {result['score']}% ({result['correct']} of {len(sources)})"])
         scores = evaluation.real_text_scores(sources, hypotheses, references,
                                              model.source_language, model.target_language)
@@ -486,7 +488,8 @@ class TranslationTask(Task):
         return ({"metric": "bleu", "value": scores["bleu"], "examples": len(sources),
                  "signature": scores["bleu_signature"], "chrf": scores["chrf"],
                  "length_ratio": scores["length_ratio"], "beam_size": beam_size,
-                 "unknown_outputs": holes["count"], "by_source_length": scores["by_source_length"]},
+                 "unknown_outputs": holes["count"], "by_source_length": scores["by_source_length"],
+                 "unreadable_lines": len(unreadable)},
                 [f"BLEU {scores['bleu']}  ({scores['bleu_signature']})",
                  f"chrF {scores['chrf']}  ({scores['chrf_signature']})",
                  f"length ratio {scores['length_ratio']} (output / reference tokens)",
