@@ -70,6 +70,25 @@ def tiny_translator(model_class, units=16):
     return model
 
 
+# -- a toy sentiment corpus and a classifier of its words --------------------------------
+
+REVIEWS = [("a wonderful , moving film", 1), ("charming and funny", 1),
+           ("the best film of the year", 1), ("i loved it", 1),
+           ("a dull , tedious mess", 0), ("boring and far too long", 0),
+           ("the worst film of the year", 0), ("i hated it", 0)]
+
+
+def tiny_classifier():
+    from zoo.models import TextClassifier
+    from zoo.text.preprocessor import ClassifierPreprocessor
+
+    preprocessor = ClassifierPreprocessor.train([t for t, _ in REVIEWS])
+    model = TextClassifier(len(preprocessor.vocabulary), embedding_dim=8, units=8, dropout=0.0)
+    model.build()
+    model.set_preprocessor(preprocessor)
+    return model
+
+
 @pytest.fixture(scope="session")
 def toy_translators():
     """Both tiny models, fitted until they reproduce the toy corpus."""

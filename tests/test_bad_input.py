@@ -4,6 +4,8 @@ Each case of the README's "Bad input" table, for the three kinds of model (untra
 tiny ones: what is checked is what happens to the input, not the model's quality).
 """
 
+import re
+
 import pytest
 import tensorflow as tf
 
@@ -13,7 +15,8 @@ from zoo.export import TFLiteClassifier, TFLiteLanguageModel, TFLiteTranslator
 from zoo.models import CharLanguageModel, TextClassifier
 from zoo.text import Vocabulary
 from zoo.text.preprocessor import CharacterPreprocessor, ClassifierPreprocessor
-from zoo.text.codec import MAX_TEXT_LENGTH
+from zoo.text.codec import (MAX_BEAM_SIZE, MAX_GENERATION_LENGTH, MAX_OUTPUT_LENGTH,
+                            MAX_TEXT_LENGTH)
 
 from conftest import SOURCES
 
@@ -36,7 +39,7 @@ def translators(toy_translators, tmp_path_factory):
         return [t.decode() for t in result["translations"].numpy()]
 
     return {"keras": model.translate, "saved_model": served, "tflite": tflite.translate,
-            "signature": saved.signatures["serving_default"]}
+            "signature": saved.signatures["serving_default"], "saved": saved}
 
 
 RUNTIMES = ("keras", "saved_model", "tflite")
@@ -109,15 +112,15 @@ def test_cli_reports_bad_input_in_one_line(toy_preset, capsys):
 
 # -- language models ------------------------------------------------------------------------
 
-CHARACTERS = sorted(set("ROMEO:\nBut soft, what light through yonder window breaks?"))
+CHARACTERS_LM = sorted(set("ROMEO:\nBut soft, what light through yonder window breaks?"))
 
 
 @pytest.fixture(scope="module")
 def generators(tmp_path_factory):
     tf.keras.utils.set_random_seed(0)
-    model = CharLanguageModel(len(CHARACTERS), cell="gru", embedding_dim=8, units=16)
+    model = CharLanguageModel(len(CHARACTERS_LM), cell="gru", embedding_dim=8, units=16)
     model.build()
-    model.set_preprocessor(CharacterPreprocessor(CHARACTERS))
+    model.set_preprocessor(CharacterPreprocessor(CHARACTERS_LM))
     folder = tmp_path_factory.mktemp("bad_input_lm")
     saved = tf.saved_model.load(str(export.export(model, "saved_model", folder, name="lm")))
     tflite = TFLiteLanguageModel(export.export(model, "tflite", folder, name="lm"))
@@ -190,8 +193,10 @@ def classifiers(tmp_path_factory):
 
 
 @pytest.mark.parametrize("texts", [["", "  "], ["ЖЖЖ", "🙂", "\x00\x07"],
-                                   ["a good film 🙂", "a 书 film"], [LONGEST], []],
-                         ids=["blank", "unknown", "mixed", "longest", "empty_batch"])
+                                   ["a good film 🙂", "a 书 film"], [LONGEST], [],
+                                   ["\x00A BAD FILM , a bad film", "good\x00 A bad FILM",
+                                    "A\x00\x00GOOD\x00", "\x00"]],
+                         ids=["blank", "unknown", "mixed", "longest", "empty_batch", "nul"])
 @pytest.mark.slow
 def test_classifier_runtimes_agree(classifiers, texts):
     expected = classifiers["keras"](texts)
@@ -233,3 +238,287 @@ def test_cli_generate_and_classify_report_bad_input_in_one_line(generators, clas
     _one_line_error(capsys, "Text 1 " + LENGTH_ERROR)
     assert main(["classify", classifier, "", "🙂"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+# -- the limits of one call (issue 42): the same rule in every runtime -------------------------
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"beam_size": 10**6}, "beam_size must be an integer from 1 to 64; received 1000000."),
+    ({"beam_size": 10**6, "num_hypotheses": 1},
+     "beam_size must be an integer from 1 to 64; received 1000000."),
+    ({"beam_size": 3, "num_hypotheses": 65},
+     "num_hypotheses must be an integer from 1 to 64; received 65."),
+    ({"max_length": 10**9}, "max_length must be an integer from 1 to 1,024; received 1000000000."),
+    ({"max_length": 0}, "max_length must be an integer from 1 to 1,024; received 0."),
+    ({"batch_size": 0}, "batch_size must be a positive integer; received 0."),
+    ({"beam_size": float("inf")}, "beam_size must be an integer from 1 to 64; received inf."),
+])
+def test_translation_beyond_a_limit_is_refused_before_any_work(toy_translators, arguments,
+                                                                 message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        toy_translators["attention"].translate([SOURCES[0]], **arguments)
+
+
+def test_the_widest_beam_and_the_longest_output_are_accepted(toy_translators):
+    model = toy_translators["attention"]
+    (hypotheses,) = model.translate([SOURCES[0]], beam_size=MAX_BEAM_SIZE,
+                                    num_hypotheses=MAX_BEAM_SIZE, max_length=MAX_OUTPUT_LENGTH)
+    assert len(hypotheses) == MAX_BEAM_SIZE
+    assert hypotheses[0]["text"] == model.translate([SOURCES[0]], beam_size=MAX_BEAM_SIZE)[0]
+
+
+@pytest.fixture(scope="module")
+def small_classifier():
+    preprocessor = ClassifierPreprocessor.train(["a good film , a bad film"])
+    model = TextClassifier(len(preprocessor.vocabulary), embedding_dim=8, units=8, dropout=0.0)
+    model.build()
+    model.set_preprocessor(preprocessor)
+    return model
+
+
+def test_classifier_batch_size_must_be_positive(small_classifier):
+    with pytest.raises(ValueError, match=re.escape("batch_size must be a positive integer; "
+                                                   "received 0.")):
+        small_classifier.classify(["a good film"], batch_size=0)
+
+
+def test_cli_classify_reports_an_unreadable_line_and_goes_on(small_classifier, tmp_path,
+                                                              monkeypatch, capsys):
+    import io
+
+    preset = presets.save(small_classifier, tmp_path / "classifier")
+    lines = b"a good film\n\xff\xfe bad\n" + ("x" * 2001).encode() + b"\na bad film\n"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(lines)))
+    assert main(["classify", str(preset)]) == 1
+    captured = capsys.readouterr()
+    expected = small_classifier.classify(["a good film", "a bad film"])
+    assert captured.out.split("\n") == [
+        f"{expected[0]['label']}\t{expected[0]['probability']:.3f}\ta good film", "", "",
+        f"{expected[1]['label']}\t{expected[1]['probability']:.3f}\ta bad film", ""]
+    assert captured.err == (
+        "line 2: not UTF-8 (invalid start byte at byte 0); written as an empty line\n"
+        "line 3: 2,001 characters, over the 2,000-character limit; written as an empty line\n"
+        "2 line(s) could not be classified and were written empty (reported above).\n")
+
+
+@pytest.fixture(scope="module")
+def small_language_model():
+    tf.keras.utils.set_random_seed(0)
+    model = CharLanguageModel(len(CHARACTERS_LM), cell="gru", embedding_dim=8, units=16)
+    model.build()
+    model.set_preprocessor(CharacterPreprocessor(CHARACTERS_LM))
+    return model
+
+
+def test_generating_no_characters_gives_an_empty_text(small_language_model):
+    assert small_language_model.generate("ROMEO:", 0) == ""
+    assert list(small_language_model.stream("", 0)) == []
+    with pytest.raises(ValueError, match="not trained on"):  # the prompt is still checked
+        small_language_model.generate("ROMEO 🙂", 0)
+
+
+@pytest.mark.parametrize("length", [MAX_GENERATION_LENGTH + 1, 100_000, -1, 2.0])
+def test_a_generation_length_beyond_the_limit_is_refused(small_language_model, length):
+    with pytest.raises(ValueError, match=re.escape(
+            f"length must be an integer from 0 to {MAX_GENERATION_LENGTH:,}; received")):
+        small_language_model.generate("ROMEO:", length)
+
+
+@pytest.mark.slow
+def test_saved_model_refuses_the_beam_python_refuses(translators):
+    beam = translators["saved"].signatures["translate_beam"]
+    for beam_size in (0, MAX_BEAM_SIZE + 1, 10**6):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="beam_size must be an integer from 1 to 64"):
+            beam(texts=tf.constant([SOURCES[0]]), beam_size=tf.constant(beam_size))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("temperature", [float("inf"), float("nan"), -1.0])
+def test_a_temperature_that_is_not_finite_and_non_negative_is_refused_everywhere(
+        translators, generators, temperature):
+    sample = translators["saved"].signatures["translate_sample"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="temperature must be"):
+        sample(texts=tf.constant([SOURCES[0]]), temperature=tf.constant(temperature),
+               seed=tf.constant(0), top_k=tf.constant(0), top_p=tf.constant(1.0))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="temperature must be"):
+        generators["saved_model"]("ROMEO:", 5, temperature=temperature)
+    for translate in (translators["keras"], translators["tflite"]):
+        with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+            translate([SOURCES[0]], sampling=True, temperature=temperature)
+    for runtime in ("keras", "tflite"):
+        with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+            generators[runtime]("ROMEO:", 5, temperature=temperature)
+
+
+@pytest.mark.slow
+def test_generating_no_characters_gives_an_empty_text_everywhere(generators, capsys):
+    for runtime in ("keras", "saved_model", "tflite"):
+        assert generators[runtime]("ROMEO:", 0) == "", runtime
+    assert main(["generate", str(generators["preset"]), "ROMEO:", "--length", "0"]) == 0
+    assert capsys.readouterr().out == "ROMEO:\n"
+
+
+# -- property-based: every runtime gives the same answer, or refuses ------------------------
+# Fast: the Python rules (zoo.text.codec) against the SavedModel's graph checks and graph
+# preprocessing, run eagerly. Slow: the exported SavedModel and TFLite files themselves.
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from zoo.export import saved_model as saved_model_export  # noqa: E402
+from zoo.text import codec  # noqa: E402
+
+INF, NAN = float("inf"), float("nan")
+COUNTS = st.one_of(st.integers(-3, 70), st.sampled_from(
+    [0, MAX_BEAM_SIZE, MAX_BEAM_SIZE + 1, MAX_GENERATION_LENGTH, MAX_GENERATION_LENGTH + 1,
+     10**6, 2**31 - 1, -2**31]))
+NUMBERS = st.one_of(st.sampled_from([INF, -INF, NAN, 0.0, -0.0, 1.0, 1.5, 1e-30, 3.4e38]),
+                    st.floats(-5, 5, width=32))  # float32: the same value in every runtime
+SEEDS = st.integers(-2**31, 2**31 - 1)
+# Characters the tokenizers treat specially (spaces, zero-width, apostrophes), control
+# characters with NUL, cased letters whose lower case depends on context (final sigma,
+# dotted I), other scripts, emoji, U+FFFD.
+FUZZ_CHARACTERS = sorted(set(
+    "abcdefgzABCDEFGZ019 .,!?;:'\"()-%$&+/[]…«»" + "".join(map(chr, range(0x20))) + "\x7f"
+    + "\u00a0\u2009\u202f\u3000\u200b\u2018\u2019" + "ΣΟΔσςİIıßÉéŒ" + "书我读了一本你好。"
+    + "ЖЯ🙂\ufffd"))
+# conftest's autouse fixtures are per test, not per example: nothing of theirs is reused.
+FUZZ = settings(max_examples=100, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
+SLOW_FUZZ = settings(FUZZ, max_examples=20)
+
+
+def _texts(words):
+    """Random texts: any of FUZZ_CHARACTERS, or the model's words mixed with NUL and controls."""
+    word = st.sampled_from(words + ["\x00", "\x07", " ", "\t", "\x1b"])
+    text = st.one_of(st.text(st.sampled_from(FUZZ_CHARACTERS), max_size=30),
+                     st.lists(word, max_size=10).map("".join))
+    return st.lists(text, min_size=1, max_size=4)
+
+
+def _outcome(call):
+    """``("answer", value)``, or ``("refused", None)``: the bad-input errors of every
+    runtime (Python and TFLite: ValueError, TypeError; the SavedModel: InvalidArgumentError)."""
+    try:
+        return "answer", call()
+    except (ValueError, TypeError, tf.errors.InvalidArgumentError):
+        return "refused", None
+
+
+def _refused(call):
+    return _outcome(call)[0] == "refused"
+
+
+def _python_filters(top_k, top_p):
+    # The graph's "no cut" values are top_k 0 and top_p 1; Python's is None for both.
+    return codec.check_sampling_filters(None if top_k == 0 else top_k,
+                                        None if top_p == 1 else top_p)
+
+
+@FUZZ
+@given(beam_size=COUNTS, num_hypotheses=st.one_of(st.none(), COUNTS))
+def test_python_and_saved_model_refuse_the_same_beams(beam_size, num_hypotheses):
+    python = _refused(lambda: codec.check_search_arguments(beam_size,
+                                                           num_hypotheses=num_hypotheses))
+    if num_hypotheses is None:
+        graph = _refused(lambda: saved_model_export.beam_checks(tf.constant(beam_size)))
+    else:
+        graph = _refused(lambda: saved_model_export.n_best_checks(
+            tf.constant(beam_size), tf.constant(num_hypotheses)))
+    assert python == graph
+
+
+@FUZZ
+@given(length=COUNTS, temperature=NUMBERS, seed=SEEDS, top_k=COUNTS, top_p=NUMBERS)
+def test_python_and_saved_model_refuse_the_same_sampling_arguments(length, temperature, seed,
+                                                                  top_k, top_p):
+    def python():
+        codec.check_generation_arguments(length, temperature, seed)
+        _python_filters(top_k, top_p)
+
+    graph = _refused(lambda: saved_model_export.generation_checks(
+        tf.constant(length), tf.constant(temperature, tf.float32), tf.constant(seed),
+        tf.constant(top_k), tf.constant(top_p, tf.float32)))
+    assert _refused(python) == graph
+
+
+@pytest.fixture(scope="module")
+def graph_readers(small_classifier, toy_translators):
+    """``(Python's encode, the SavedModel's graph encode)`` of a classifier and a translator."""
+    classifier, translator = (small_classifier.preprocessor,
+                              toy_translators["attention"].preprocessor)
+    strings = [tf.TensorSpec([None], tf.string)]  # traced once: eager ops are slow
+    return {"classifier": (classifier.encode, tf.function(classifier.graph().encode,
+                                                          input_signature=strings)),
+            "translator": (translator.encode_sources, tf.function(translator.graph().encode,
+                                                                  input_signature=strings))}
+
+
+@FUZZ
+@given(texts=_texts(["a", "good", "film", "bad", ",", "A", "GOOD", "FILM", "BAD"]))
+def test_classifier_graph_reads_any_text_as_python_does(graph_readers, texts):
+    python, graph = graph_readers["classifier"]
+    assert graph(tf.constant(texts)).numpy().tolist() == python(texts).tolist()
+
+
+@FUZZ
+@given(texts=_texts(list("".join(SOURCES))))
+def test_translator_graph_reads_any_text_as_python_does(graph_readers, texts):
+    python, graph = graph_readers["translator"]
+    assert graph(tf.constant(texts)).numpy().tolist() == python(texts).tolist()
+
+
+@pytest.mark.slow
+@SLOW_FUZZ
+@given(texts=_texts(list("".join(SOURCES))), beam_size=COUNTS)
+def test_translation_runtimes_agree_on_random_texts_and_beams(translators, texts, beam_size):
+    keras_outcome = _outcome(lambda: translators["keras"](texts, beam_size=beam_size))
+    served = _outcome(lambda: [t.decode() for t in translators["saved"].signatures[
+        "translate_beam"](texts=tf.constant(texts), beam_size=tf.constant(beam_size))[
+        "translations"].numpy()])
+    assert served == keras_outcome
+    tflite = _outcome(lambda: translators["tflite"](texts, beam_size=beam_size))
+    if beam_size in (1, 5) or keras_outcome[0] == "refused":  # the widths the file has
+        assert tflite == keras_outcome
+
+
+@pytest.mark.slow
+@SLOW_FUZZ
+@given(texts=_texts(list("".join(SOURCES))), temperature=NUMBERS, seed=st.integers(0, 2**31 - 1),
+       top_k=st.integers(-1, 6), top_p=NUMBERS)
+def test_sampled_translation_runtimes_agree(translators, texts, temperature, seed, top_k, top_p):
+    options = dict(sampling=True, temperature=temperature, seed=seed,
+                   top_k=None if top_k == 0 else top_k, top_p=None if top_p == 1 else top_p)
+    keras_outcome = _outcome(lambda: translators["keras"](texts, **options))
+    served = _outcome(lambda: [t.decode() for t in translators["saved"].signatures[
+        "translate_sample"](texts=tf.constant(texts), temperature=tf.constant(
+            temperature, tf.float32), seed=tf.constant(seed), top_k=tf.constant(top_k),
+            top_p=tf.constant(top_p, tf.float32))["translations"].numpy()])
+    assert served == keras_outcome
+    assert _outcome(lambda: translators["tflite"](texts, **options)) == keras_outcome
+
+
+@pytest.mark.slow
+@SLOW_FUZZ
+@given(prompt=st.one_of(st.text(st.sampled_from(CHARACTERS_LM), max_size=12),
+                       st.text(st.sampled_from(FUZZ_CHARACTERS), max_size=3)),
+       length=st.one_of(st.integers(-2, 30), st.sampled_from([MAX_GENERATION_LENGTH + 1])),
+       temperature=NUMBERS, seed=st.integers(0, 2**31 - 1))
+def test_generation_runtimes_agree(generators, prompt, length, temperature, seed):
+    keras_outcome = _outcome(lambda: generators["keras"](prompt, length, temperature, seed))
+    for runtime in ("saved_model", "tflite"):
+        assert _outcome(lambda: generators[runtime](prompt, length, temperature, seed)) == \
+            keras_outcome, runtime
+
+
+@pytest.mark.slow
+@SLOW_FUZZ
+@given(texts=_texts(["a", "good", "film", "bad", ",", "A", "GOOD", "FILM", "BAD"]))
+def test_classifier_runtimes_agree_on_random_texts(classifiers, texts):
+    expected = classifiers["keras"](texts)
+    for runtime in ("saved_model", "tflite"):
+        results = classifiers[runtime](texts)
+        assert [r["label"] for r in results] == [r["label"] for r in expected], runtime
+        assert [r["probability"] for r in results] == pytest.approx(
+            [r["probability"] for r in expected], abs=1e-5), runtime

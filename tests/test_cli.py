@@ -158,8 +158,14 @@ def test_translate_file_usage_errors(toy_preset, tmp_path, capsys):
         (["--input", tmp_path / "missing.txt"],
          f"cannot read --input {tmp_path / 'missing.txt'}: No such file or directory."),
         (["--input", source, "你好。"], "give texts or --input FILE, not both."),
-        (["--batch-size", "0", "你好。"], "--batch-size must be a positive number of "
-                                         "sentences; got 0."),
+        (["--batch-size", "0", "你好。"], "--batch-size must be a positive integer; "
+                                         "received 0."),
+        (["--beam", "1000000", "你好。"], "--beam must be an integer from 1 to 64; "
+                                         "received 1000000."),
+        (["--max-length", "1000000000", "你好。"], "--max-length must be an integer from 1 "
+                                                  "to 1,024; received 1000000000."),
+        (["--beam", "1000000", "--n-best", "1", "你好。"], "--beam must be an integer from "
+                                                          "1 to 64; received 1000000."),
         (["--n-best", "2"], "--n-best takes the texts on the command line (a file is "
                             "translated one line per line)."),
     ]:
@@ -238,3 +244,74 @@ def test_a_reader_that_stops_early_ends_the_command_quietly():
     stderr = process.stderr.read()
     assert process.wait(timeout=120) == 0
     assert stderr == ""
+
+
+def test_translate_output_keeps_its_mode_and_its_symbolic_link(toy_preset, tmp_path, capsys):
+    from zoo.cli import main
+
+    source, real, link = tmp_path / "in.txt", tmp_path / "real.txt", tmp_path / "out.txt"
+    source.write_text("你好。\n", encoding="utf-8")
+    real.write_text("old\n")
+    real.chmod(0o644)
+    link.symlink_to(real)
+    assert main(["translate", str(toy_preset), "--input", str(source), "--output",
+                 str(link)]) == 0
+    assert link.is_symlink() and real.read_text() == "Hello.\n"
+    assert real.stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt", "real.txt"]
+
+
+def _one_line_error(capsys, expected):
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == f"zoo: error: {expected}\n"
+
+
+def test_export_refuses_in_one_line(toy_preset, tmp_path, capsys):
+    import json
+    import shutil
+
+    from zoo import presets
+    from zoo.cli import main
+
+    existing = tmp_path / "exports" / toy_preset.name / "1"
+    existing.mkdir(parents=True)
+    assert main(["export", str(toy_preset), "--format", "saved_model", "--out",
+                 str(tmp_path / "exports")]) == 2
+    _one_line_error(capsys, f"{existing} already exists; remove it or choose another --out.")
+
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("")
+    assert main(["export", str(toy_preset), "--format", "saved_model", "--out",
+                 str(a_file / "exports")]) == 2
+    _one_line_error(capsys, f"cannot write into --out {a_file / 'exports'}: Not a directory.")
+
+    absurd = tmp_path / "absurd"
+    shutil.copytree(toy_preset, absurd)
+    config = json.loads((absurd / "config.json").read_text())
+    config["config"]["units"] = 10**9
+    (absurd / "config.json").write_text(json.dumps(config))
+    metadata = json.loads((absurd / "metadata.json").read_text())
+    metadata["files"]["config.json"] = presets.sha256(absurd / "config.json")
+    (absurd / "metadata.json").write_text(json.dumps(metadata))
+    assert main(["export", str(absurd), "--format", "tflite", "--out",
+                 str(tmp_path / "exports")]) == 2
+    _one_line_error(capsys, f"{absurd / 'config.json'} gives units = 1,000,000,000; the most "
+                            "zoo loads is 4,096 (zoo.presets.CONFIG_LIMITS, docs/bad_input.md). "
+                            "Refusing to build it.")
+
+
+def test_evaluate_reports_an_undecodable_line_and_scores_the_rest(toy_preset, tmp_path, capsys):
+    import json
+
+    from zoo.cli import main
+
+    data = tmp_path / "pairs.tsv"
+    data.write_bytes("I read a book.\t我读了一本书。\n".encode() + b"\xff\xfe\tbad\n"
+                     + "Hello.\t你好。\n".encode())
+    assert main(["evaluate", str(toy_preset), "--data", str(data), "--json"]) == 1
+    captured = capsys.readouterr()
+    report = json.loads(captured.out.strip().splitlines()[-1])
+    assert (report["examples"], report["unreadable_lines"], report["value"]) == (2, 1, 100.0)
+    assert captured.err == (f"{data}, line 2: not UTF-8 (invalid start byte at byte 0); left "
+                            "out\n1 line(s) could not be read and were left out (reported "
+                            "above).\n")

@@ -15,13 +15,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 import numpy as np
 import pytest
 
 import zoo
-from zoo import cli
+from zoo import cli, plots
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 # No background traffic: this machine (and CI's) reaches no network but package registries.
@@ -61,20 +62,38 @@ def fake_inspect_output(steps=5, units=40):
 
 
 @pytest.mark.slow
-def test_trace_figure_shows_tokens_on_x_and_the_first_units_on_y():
+def test_trace_figure_shows_tokens_on_x_and_the_units_that_vary_most_on_y():
     from zoo import demo
 
     inside = fake_inspect_output()
     lstm = inside["layers"][0]
-    figure = demo.trace_figure(lstm, inside["tokens"], "gates/f", units=8)
+    lstm["states"]["h"][:, [3, 17, 30]] *= 10  # these three vary most over the text
+    figure = demo.trace_figure(lstm, inside["tokens"], "gates/f", units=3,
+                               step_title=demo.STEP_TITLES["word"])
     heatmap = figure.data[0]
-    np.testing.assert_allclose(np.asarray(heatmap.z), lstm["gates"]["f"][:, :8].T)
+    np.testing.assert_allclose(np.asarray(heatmap.z), lstm["gates"]["f"][:, [3, 17, 30]].T)
     assert list(figure.layout.xaxis.ticktext) == ["a", "␣", "b", "↵", "c"]
-    assert list(figure.layout.yaxis.ticktext) == [f"unit {u}" for u in range(8)]
+    assert list(figure.layout.yaxis.ticktext) == ["unit 3", "unit 17", "unit 30"]
+    assert figure.layout.xaxis.title.text == "time step (the word read, as the model reads it)"
+    assert figure.layout.yaxis.title.text == "unit (3 of 40: those whose h varies most)"
     assert (heatmap.zmin, heatmap.zmax) == (0.0, 1.0)  # a sigmoid gate
     cell = demo.trace_figure(lstm, inside["tokens"], "states/c", units=40).data[0]
     assert cell.zmax == pytest.approx(np.abs(lstm["states"]["c"]).max()) and cell.zmin == -cell.zmax
+    # as zoo inspect draws them: negative blue, positive red
+    assert (cell.colorscale[0][1], cell.colorscale[-1][1]) == ("rgb(5,48,97)", "rgb(103,0,31)")
     assert "forget gate f" in figure.layout.title.text and "weight" not in heatmap.hovertemplate
+
+
+@pytest.mark.slow
+def test_the_page_and_zoo_inspect_show_the_same_units(monkeypatch):
+    from zoo import demo
+
+    calls = []
+    monkeypatch.setattr(plots, "picked_units", lambda trace, count: calls.append(count) or [1, 4])
+    rnn = fake_inspect_output()["layers"][2]
+    figure = demo.trace_figure(rnn, list("a b\nc"), "states/h", units=2)
+    assert calls == [2] and list(figure.layout.yaxis.ticktext) == ["unit 1", "unit 4"]
+    np.testing.assert_allclose(figure.data[0].z, rnn["states"]["h"][:, [1, 4]].T)
 
 
 @pytest.mark.slow
@@ -87,6 +106,26 @@ def test_a_long_text_labels_every_kth_character_and_keeps_every_column():
     assert list(figure.layout.xaxis.tickvals) == list(range(0, 200, 3))
     assert list(figure.layout.xaxis.ticktext) == list("abcde" * 40)[::3]
     assert list(figure.layout.yaxis.tickvals) == list(range(40))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text, excerpt", [
+    ("ROMEO:\nBut soft!", "ROMEO:\nBut soft!"),  # short: all of it
+    ("ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east",
+     "ROMEO:\nBut soft, what light through yonder window breaks?"),  # at a line break
+    ("ROMEO: But soft, what light through yonder window breaks? It is the east",
+     "ROMEO: But soft, what light through yonder window breaks? It"),  # before a word
+    ("x" * 70 + " end", "x" * 60),  # no break in the first 60: cut there
+])
+def test_the_look_inside_starts_on_a_line_or_two_of_the_generated_text(text, excerpt):
+    from zoo import demo
+
+    assert demo.inspected_excerpt(text) == excerpt
+    assert len(demo.INSPECTED_TEXT) <= demo.INSPECTED_CHARACTERS
+    # every character of the text the page starts on gets its label
+    trace = fake_inspect_output(steps=len(demo.INSPECTED_TEXT))["layers"][2]
+    figure = demo.trace_figure(trace, list(demo.INSPECTED_TEXT), "states/h", units=8)
+    assert list(figure.layout.xaxis.tickvals) == list(range(len(demo.INSPECTED_TEXT)))
 
 
 @pytest.mark.slow
@@ -107,11 +146,15 @@ def test_another_layer_keeps_the_quantity_it_has_and_falls_back_to_h_otherwise()
     from zoo import demo
 
     inside = fake_inspect_output()
-    choices, figure = demo.redraw_trace(inside, "gru", "gates/f", 4)
+    kept = {t["name"]: (t, inside["tokens"], demo.STEP_TITLES["character"])
+            for t in inside["layers"]}
+    choices, figure = demo.redraw_trace(kept, "gru", "gates/f", 4)
     assert choices["value"] == "states/h" and np.shape(figure.data[0].z) == (4, 5)
-    choices, figure = demo.redraw_trace(inside, "gru", "gates/r", 4)
+    choices, figure = demo.redraw_trace(kept, "gru", "gates/r", 4)
     assert choices["value"] == "gates/r"
-    np.testing.assert_allclose(figure.data[0].z, inside["layers"][1]["gates"]["r"][:, :4].T)
+    gru = inside["layers"][1]
+    np.testing.assert_allclose(figure.data[0].z,
+                               gru["gates"]["r"][:, plots.picked_units(gru, 4)].T)
 
 
 @pytest.mark.slow
@@ -124,6 +167,64 @@ def test_a_word_that_occurs_twice_keeps_both_columns():
     assert list(figure.data[0].x) == [0, 1, 2]
     assert list(figure.layout.xaxis.ticktext) == ["the", "cat", "the"]
     assert "weight %{z:.3f}" in figure.data[0].hovertemplate
+    assert figure.layout.xaxis.title.text == "source words"
+    assert figure.layout.yaxis.title.text == "produced words"
+    assert figure.layout.font.family.split(", ")[0] == demo.CJK_FONT_FAMILY
+    assert figure.layout.hoverlabel.font.family == figure.layout.font.family
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, text, layers, first_tokens, title", [
+    ("bilstm_sst2", "A charming, funny film", ["encoder/forward", "encoder/backward"],
+     ["a", "charming", ",", "funny", "film"], "time step (the word read, as the model reads it)"),
+    ("gru_bahdanau_cmn_en", "我读了一本书。", ["encoder/forward", "encoder/backward", "decoder"],
+     None, "time step (the source piece read)"),
+])
+def test_the_page_looks_inside_the_translators_and_the_classifier(name, text, layers,
+                                                                  first_tokens, title):
+    from zoo import demo
+
+    inside, layer, quantity, figure, message = demo.inspect_text(name, text, 16)
+    expected = zoo.load(name).inspect(text)
+    first = (expected.get("layers") or expected["encoder"])[0]
+    tokens = first_tokens or expected["source_tokens"]
+    assert message == "" and list(inside) == layers and layer["value"] == layers[0]
+    assert quantity["value"] == "states/h" and len(quantity["choices"]) == len(
+        first["states"]) + len(first["gates"])
+    assert list(figure.layout.xaxis.ticktext) == tokens
+    assert figure.layout.xaxis.title.text == title
+    np.testing.assert_allclose(figure.data[0].z, first["states"]["h"][
+        :, plots.picked_units(first, 16)].T, atol=1e-6)
+    if "decoder" in layers:  # the decoder reads [START], then each produced piece
+        _, figure = demo.redraw_trace(inside, "decoder", "gates/z", 16)
+        assert list(figure.layout.xaxis.ticktext) == expected["target_tokens"]
+        assert figure.layout.xaxis.title.text.startswith("time step (the piece fed back")
+
+
+@pytest.mark.slow
+def test_every_heatmap_has_the_guide_and_every_model_kind_a_look_inside():
+    from zoo import demo
+
+    config = demo.build_page().get_config_file()
+    guides = [c for c in config["components"] if c["type"] == "accordion"]
+    # attention (translation, teaching) and the three looks inside
+    assert [g["props"]["label"] for g in guides] == ["How to read these heatmaps"] * 5
+    texts = [c["props"].get("value") for c in config["components"] if c["type"] == "markdown"]
+    assert sum(t == demo.HEATMAP_GUIDE.strip() for t in texts if t) == 5
+    api = {d["api_name"] for d in config["dependencies"]}
+    assert {"inspect_translation", "inspect", "inspect_classifier"} <= api
+
+
+@pytest.mark.slow
+def test_the_page_serves_its_cjk_font_from_the_file_the_plots_use():
+    from zoo import demo
+
+    css = demo.cjk_font_face()
+    assert f'font-family: "{demo.CJK_FONT_FAMILY}"' in css
+    assert f'url("gradio_api/file={plots.cjk_font_path()}")' in css
+    assert "U+4E00-9FFF" in css and "U+3000-33FF" in css  # ideographs and 。
+    assert demo.PAGE_FONTS[0] == demo.CJK_FONT_FAMILY
+    assert plots.cjk_font_path().stat().st_size > 10_000_000  # the whole font, not a subset
 
 
 # -- one server for the module -----------------------------------------------------------------
@@ -250,7 +351,8 @@ def test_the_addition_task_refuses_outside_its_domain_with_the_models_message(cl
 def test_sampling_on_the_page_is_the_models_sampling(client, expected):
     text, inspected, message = client.predict(
         LANGUAGE_MODEL, PROMPT, 40, *SAMPLING.values(), api_name="/generate")
-    assert text == inspected == expected["sample"] and message == ""
+    assert text == expected["sample"] and message == ""
+    assert inspected == expected["sample"][:len(inspected)] and 30 < len(inspected) <= 60
     *_, message = client.predict(LANGUAGE_MODEL, "ЖЖЖ", 40, 0.8, 0, 1, 3, api_name="/generate")
     assert message == f"**Cannot do that:** {expected['unknown_characters']}"
 
@@ -266,13 +368,24 @@ def test_the_classifier_shows_each_labels_probability(client, expected):
 
 @pytest.mark.slow
 def test_inspect_draws_the_first_layers_hidden_state(client, expected):
-    layer, quantity, figure, message = client.predict(LANGUAGE_MODEL, PROMPT, api_name="/inspect")
+    layer, quantity, figure, message = client.predict(LANGUAGE_MODEL, PROMPT, 32,
+                                                      api_name="/inspect")
     first = expected["inside"]["layers"][0]
     assert message == "" and layer["value"] == first["name"] and quantity["value"] == "states/h"
     assert [value for _, value in quantity["choices"]] == [
         "states/h", "states/c", "gates/i", "gates/f", "gates/c~", "gates/o"]
-    np.testing.assert_allclose(plotted_values(figure), first["states"]["h"][:, :32].T,
+    np.testing.assert_allclose(plotted_values(figure),
+                               first["states"]["h"][:, plots.picked_units(first, 32)].T,
                                atol=1e-6)
+
+
+@pytest.mark.slow
+def test_the_page_serves_the_cjk_font_file_and_no_other(page_url):
+    font = plots.cjk_font_path()
+    with urllib.request.urlopen(f"{page_url}gradio_api/file={font}", timeout=30) as response:
+        assert response.read() == font.read_bytes()
+    with pytest.raises(urllib.error.HTTPError, match="403"):
+        urllib.request.urlopen(f"{page_url}gradio_api/file={zoo.__file__}", timeout=30)
 
 
 @pytest.mark.slow
@@ -358,6 +471,14 @@ def test_the_page_translates_as_the_model_and_draws_the_attention(browser, page_
         "return plot && plot.querySelector('.heatmaplayer image') && plot.data[0];"))
     np.testing.assert_allclose(np.asarray(heatmap["z"], float), expected["attention"], atol=1e-6)
     assert re.search(r"weight [01]\.\d{3}$", hover_text(browser, "#attention"))
+    # Chinese in the CJK font the page serves: the textboxes, the plot's axes, its hover label.
+    assert browser.execute_script(
+        "return document.fonts.load('16px zoo-noto-sans-cjk-sc', '他').then("
+        "  faces => faces.length > 0 && document.fonts.check('16px zoo-noto-sans-cjk-sc', '他'));")
+    families = browser.execute_script(
+        "return ['#translation-input textarea', '#attention .xtick text', '#attention .hovertext text']"
+        "  .map(css => getComputedStyle(document.querySelector(css)).fontFamily);")
+    assert all(f.startswith("zoo-noto-sans-cjk-sc") for f in families), families
 
     # Bad input: a message on the page, the old translation gone; then the page still works.
     set_text(browser, "translation-input", "x" * 10_000)
@@ -373,3 +494,24 @@ def test_the_page_translates_as_the_model_and_draws_the_attention(browser, page_
     resources = browser.execute_script(
         "return performance.getEntriesByType('resource').map(entry => entry.name);")
     assert resources and all(r.startswith(page_url) for r in resources), resources
+
+
+def test_serving_beyond_this_machine_warns_that_the_page_is_open(monkeypatch, capsys):
+    from zoo import demo
+
+    launched = []
+
+    class Page:
+        def launch(self, **options):
+            launched.append(options["server_name"])
+
+    monkeypatch.setattr(demo, "build_page", Page)
+    demo.serve("0.0.0.0", 7860)
+    assert capsys.readouterr().err == (
+        "zoo demo: warning: listening on 0.0.0.0: the page is open to the network, with no "
+        "password; anyone who reaches this address can use it.\n")
+    for host in ("127.0.0.1", "localhost", "::1"):
+        demo.serve(host, 7860)
+        assert capsys.readouterr().err == ""
+    assert launched == ["0.0.0.0", "127.0.0.1", "localhost", "::1"]
+    assert demo.whole(5.0) == 5 and demo.whole(float("inf")) == float("inf")

@@ -276,3 +276,28 @@ def test_an_unknown_word_in_the_output_is_one_produced_word_as_in_the_attention_
     weights[:, -1] = 1.0  # every word looks at the final "。"
     share = evaluation.attention_on_punctuation([source], [output], [weights], "zh", "en")
     assert (share["words"], share["on_punctuation"]) == (2, 2)  # "I" and "[UNK]", not "."
+
+
+def test_real_text_scores_give_chrf_bleu_and_length_ratio_per_long_bucket():
+    sources = [_sentence(n) for n in (4, 15, 35, 60)]
+    references = ["the cat sat on the mat", "a dog ran", "it rains today", "we read books"]
+    hypotheses = ["the cat sat on the mat", "a dog ran far away", "it rains", "we read books"]
+    result = evaluation.real_text_scores(sources, hypotheses, references, "en", "en")
+    assert set(result["by_source_length"]) == {"1-10", "11-20", "31-50", "51+"}
+    assert result["by_source_length"]["1-10"] == {"chrf": 100.0, "bleu": 100.0,
+                                                  "length_ratio": 1.0, "sentences": 1}
+    # 5 output tokens for 3: the ratio is BLEU's system length over reference length.
+    assert result["by_source_length"]["11-20"]["length_ratio"] == round(5 / 3, 3)
+    assert result["by_source_length"]["31-50"]["length_ratio"] == round(2 / 3, 3)
+    assert result["length_ratio"] == round((6 + 5 + 2 + 3) / (6 + 3 + 3 + 3), 3)
+    assert result["chrf"] == evaluation.chrf(hypotheses, references)["score"]
+    assert result["bleu"] == evaluation.bleu(hypotheses, references, "en")["score"]
+    assert result["sentences"] == 4 and "tok:13a" in result["bleu_signature"]
+
+
+def test_made_up_words_are_words_of_no_training_text():
+    known = {"I", "read", "a", "book", "."}
+    result = evaluation.made_up_words(["I read a book.", "I read a pillr.", "I read 42 books."],
+                                      known, "en")
+    assert (result["count"], result["examples"], result["percent"]) == (2, 3, 66.67)
+    assert result["words"] == ["books", "pillr"]  # numbers never count

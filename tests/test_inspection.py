@@ -15,7 +15,7 @@ from zoo.models import CharLanguageModel
 from zoo.text import codec
 from zoo.text.preprocessor import CharacterPreprocessor
 
-from conftest import MODELS, tiny_translator
+from conftest import MODELS, tiny_classifier, tiny_translator
 
 VERSE = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 CHARACTERS = sorted(set(VERSE))
@@ -305,3 +305,39 @@ def test_cli_inspect_reports_bad_input_in_one_line(language_model_preset, tmp_pa
     assert status == 2 and not out.exists()
     assert error.startswith("zoo: error: ") and message in error
     assert error.count("\n") == 1
+
+
+def test_classifier_inspect_equals_both_directions_of_its_encoder():
+    keras.utils.set_random_seed(0)
+    model = tiny_classifier()
+    result = model.inspect("A charming, SPLENDID film")
+    # lower-cased and split as the model reads it; a word it never saw read as [UNK]
+    assert result["tokens"] == ["a", "charming", ",", "[UNK]", "film"]
+    assert [t["name"] for t in result["layers"]] == ["encoder/forward", "encoder/backward"]
+    ids = np.asarray([model.preprocessor.vocabulary.encode(result["tokens"])], np.int32)
+    outputs = ops.convert_to_numpy(model.encoder(model.embedding(ids)))[0]  # [words, 2 units]
+    both = np.concatenate([t["states"]["h"] for t in result["layers"]], axis=-1)
+    np.testing.assert_allclose(both, outputs, atol=ATOL)
+    backward = result["layers"][1]
+    expected = numpy_steps(model.encoder.backward_layer.cell,
+                           ops.convert_to_numpy(model.embedding(ids))[0, ::-1, None],
+                           [np.zeros((1, 8))] * 2)
+    np.testing.assert_allclose(backward["gates"]["f"], expected["f"][::-1, 0], atol=ATOL)
+
+
+@pytest.mark.parametrize("text, error, message", [
+    (["a list"], TypeError, "text must be a string; received list"),
+    ("  ", ValueError, "Nothing to inspect: '  ' has no tokens"),
+])
+def test_classifier_inspect_refuses_bad_input(text, error, message):
+    with pytest.raises(error, match=message):
+        tiny_classifier().inspect(text)
+
+
+def test_cli_inspect_draws_the_classifiers_backward_direction(tmp_path, capsys):
+    out = tmp_path / "sst2.png"
+    assert main(["inspect", "bilstm_sst2", "a charming, funny film", "--layer",
+                 "encoder/backward", "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert ("encoder/backward: states and gates of 5 steps written to "
+            f"{out} (layers: encoder/forward, encoder/backward)") in capsys.readouterr().out

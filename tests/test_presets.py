@@ -157,21 +157,29 @@ def test_keras_file_with_a_lambda_layer_is_refused_without_running_it(tmp_path):
     assert marker.exists()
 
 
-def test_keras_file_with_an_unregistered_class_is_refused(tmp_path):
+def _keras_file_with_config(source, target, change):
+    """A copy of the .keras file ``source`` whose config.json ``change(config)`` edited."""
     import zipfile
 
-    _tiny_model().save(tmp_path / "tiny.keras")
-    with zipfile.ZipFile(tmp_path / "tiny.keras") as archive:
+    with zipfile.ZipFile(source) as archive:
         files = {name: archive.read(name) for name in archive.namelist()}
     config = json.loads(files["config.json"])
-    config["config"]["layers"][1]["class_name"] = "Exploit"
-    config["config"]["layers"][1]["module"] = "os"
+    change(config)
     files["config.json"] = json.dumps(config).encode()
-    with zipfile.ZipFile(tmp_path / "exploit.keras", "w") as archive:
+    with zipfile.ZipFile(target, "w") as archive:
         for name, content in files.items():
             archive.writestr(name, content)
+    return target
+
+
+def test_keras_file_with_an_unregistered_class_is_refused(tmp_path):
+    def exploit(config):
+        config["config"]["layers"][1].update(class_name="Exploit", module="os")
+
+    _tiny_model().save(tmp_path / "tiny.keras")
+    path = _keras_file_with_config(tmp_path / "tiny.keras", tmp_path / "exploit.keras", exploit)
     with pytest.raises(presets.PresetError, match="not registered"):
-        zoo.load(tmp_path / "exploit.keras")
+        zoo.load(path)
 
 
 def test_broken_or_missing_keras_file_is_a_clear_error(tmp_path):
@@ -263,6 +271,113 @@ def test_loaded_preset_is_not_compiled(tmp_path):
     directory = presets.save(model, tmp_path / "compiled")
     assert "compile_config" not in json.loads((directory / "config.json").read_text())
     assert not zoo.load(directory).compiled
+
+
+class Killed(BaseException):
+    """What a SIGKILL would do at that point: stop, with no clean-up."""
+
+
+def test_a_save_killed_between_its_renames_leaves_a_loadable_preset(saved, monkeypatch, rng):
+    model, directory = saved
+    inputs = rng.normal(size=(1, 4, 3)).astype("float32")
+    before = zoo.load(directory)(inputs)
+    renames = []
+
+    def rename_then_die(path, target):
+        renames.append(path)
+        if len(renames) == 2:  # the staging folder into place: the second rename
+            raise Killed()
+        return os.rename(path, target)
+
+    monkeypatch.setattr(type(directory), "rename", rename_then_die)
+    monkeypatch.setattr(presets.shutil, "rmtree", lambda *a, **k: None)  # no clean-up
+    other = _tiny_model()
+    with pytest.raises(Killed):
+        presets.save(other, directory)
+    monkeypatch.undo()
+    left = {p.name for p in directory.parent.iterdir()} - {".tiny.old"}
+    assert len(left) == 1 and left.pop().startswith(".tiny.")  # and the new one, staged
+    assert (directory.parent / ".tiny.old").is_dir()
+    np.testing.assert_allclose(zoo.load(directory)(inputs), before, atol=1e-6)
+    assert zoo.describe(directory)["task"] == "test"
+    presets.save(other, directory)  # the next save puts the new preset in place
+    assert ".tiny.old" not in [p.name for p in directory.parent.iterdir()]
+    np.testing.assert_allclose(zoo.load(directory)(inputs), other(inputs), atol=1e-6)
+
+
+def test_an_interrupted_save_of_a_shipped_preset_keeps_it_listed(saved, monkeypatch):
+    _, directory = saved
+    monkeypatch.setattr(presets, "presets_root", lambda: directory.parent)
+    directory.rename(directory.with_name(".tiny.old"))
+    assert presets.list_models() == ["tiny"]
+    assert zoo.describe("tiny")["task"] == "test"
+
+
+def test_saved_presets_follow_the_umask(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        directory = presets.save(_tiny_model(), tmp_path / "shared")
+        assert directory.stat().st_mode & 0o777 == 0o755
+        assert {p.stat().st_mode & 0o777 for p in directory.iterdir()} == {0o644}
+        os.umask(0o077)
+        private = presets.save(_tiny_model(), tmp_path / "private")
+        assert private.stat().st_mode & 0o777 == 0o700
+    finally:
+        os.umask(previous)
+
+
+def test_a_file_without_a_checksum_is_refused(saved):
+    _, directory = saved
+    (directory / "assets").mkdir()
+    (directory / "assets" / "vocabulary.txt").write_text("swapped\n")
+    with pytest.raises(presets.PresetError, match="holds files that metadata.json lists no "
+                                                  "checksum for: assets/vocabulary.txt"):
+        zoo.load(directory)
+
+
+def test_a_config_that_is_not_json_is_named(saved, tmp_path):
+    _, directory = saved
+    (directory / "config.json").write_text("{not json")
+    _resign(directory)
+    with pytest.raises(presets.PresetError, match=r"config.json is not valid JSON: Expecting"):
+        zoo.load(directory)
+
+
+@pytest.mark.parametrize("key, value", [("units", 10**9), ("source_vocabulary_size", 20_000_000),
+                                        ("max_output_length", 1_000_000_000),
+                                        ("embedding_dim", 10**6), ("num_layers", 1000)])
+def test_absurd_config_sizes_are_refused_before_building(toy_preset, tmp_path, key, value,
+                                                         monkeypatch):
+    import shutil
+
+    directory = tmp_path / "absurd"
+    shutil.copytree(toy_preset, directory)
+    config = json.loads((directory / "config.json").read_text())
+    config["config"][key] = value
+    (directory / "config.json").write_text(json.dumps(config))
+    _resign(directory)
+    monkeypatch.setattr(keras.saving, "deserialize_keras_object",
+                        lambda *a, **k: pytest.fail("built before the sizes were checked"))
+    with pytest.raises(presets.PresetError, match=f"gives {key} = {value:,}; the most zoo "
+                                                  f"loads is {presets.CONFIG_LIMITS[key]:,}"):
+        zoo.load(directory)
+
+
+def test_absurd_sizes_in_a_keras_file_or_keras_layer_are_refused(tmp_path):
+    def huge(config):
+        config["config"]["layers"][0]["config"]["units"] = 10**9
+
+    keras.Sequential([keras.Input((3,)), keras.layers.Dense(4)]).save(tmp_path / "dense.keras")
+    path = _keras_file_with_config(tmp_path / "dense.keras", tmp_path / "huge.keras", huge)
+    with pytest.raises(presets.PresetError, match="gives units = 1,000,000,000"):
+        zoo.load(path)
+
+
+def test_shipped_presets_are_within_the_config_limits():
+    for name in presets.list_models():
+        directory = presets.resolve(name)
+        config = json.loads((directory / "config.json").read_text())
+        presets.check_config_sizes(config, name)  # raises beyond a limit
 
 
 @pytest.mark.parametrize("model_class, name", [

@@ -6,7 +6,6 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 
 
@@ -21,6 +20,8 @@ def _command_list(args):
     for name in names:
         metadata = presets.describe(name)
         headline = metadata.get("headline", "")
+        if "terms" in metadata:  # a corpus's licence restricts the preset's use
+            headline += f" [terms: {metadata['terms']}]"
         print(f"{name:<{width}}  {metadata.get('task', ''):<22} {headline}".rstrip())
     return 0
 
@@ -63,13 +64,6 @@ def _command_benchmark(args):
     return 0
 
 
-def _read_texts(args):
-    """Texts from the command line, or one per line from stdin."""
-    if args.texts:
-        return args.texts
-    return [line.rstrip("\n") for line in sys.stdin]
-
-
 def _load_for(name, method, what):
     """A preset whose model can ``method`` (translate, generate, classify)."""
     import zoo
@@ -89,12 +83,11 @@ def _load_translator(name):
 def _command_translate(args):
     if args.texts and args.input:
         raise UsageError("give texts or --input FILE, not both.")
-    if args.batch_size < 1:
-        raise UsageError(f"--batch-size must be a positive number of sentences; got "
-                         f"{args.batch_size}.")
     if args.n_best is not None and not args.texts:
         raise UsageError("--n-best takes the texts on the command line (a file is "
                          "translated one line per line).")
+    _check_search_options(beam_size=args.beam, max_length=args.max_length,
+                          num_hypotheses=args.n_best, batch_size=args.batch_size)
     model = _load_translator(args.name)
     if args.n_best is not None:
         return _print_n_best(model, args)
@@ -107,17 +100,31 @@ def _command_translate(args):
     return _translate_file(model, args)
 
 
+# The options of `zoo translate` and `zoo evaluate` by the arguments of model.translate
+# they set, to name them as the user typed them in an error.
+_SEARCH_OPTIONS = {"beam_size": "--beam", "max_length": "--max-length",
+                   "num_hypotheses": "--n-best", "batch_size": "--batch-size"}
+
+
+def _check_search_options(**arguments):
+    """The shared rule of zoo.text.codec.check_search_arguments (the limits of every
+    runtime), checked before a model loads, its errors naming the options."""
+    from zoo.text import codec
+
+    try:
+        codec.check_search_arguments(**arguments)
+    except ValueError as error:
+        message = str(error)
+        for argument, option in _SEARCH_OPTIONS.items():
+            message = message.replace(argument, option)
+        raise UsageError(message) from None
+
+
 def _print_n_best(model, args):
     """Per text, its hypotheses best first as ``score<TAB>translation``; a blank line
     between texts."""
-    try:
-        results = model.translate(args.texts, beam_size=args.beam, max_length=args.max_length,
-                                  batch_size=args.batch_size, num_hypotheses=args.n_best)
-    except ValueError as error:
-        if "num_hypotheses" not in str(error):
-            raise
-        raise UsageError(str(error).replace("num_hypotheses", "--n-best")
-                         .replace("beam_size", "--beam")) from None
+    results = model.translate(args.texts, beam_size=args.beam, max_length=args.max_length,
+                              batch_size=args.batch_size, num_hypotheses=args.n_best)
     for position, hypotheses in enumerate(results):
         if position:
             print()
@@ -163,8 +170,11 @@ def _count_lines(path):
 
 @contextlib.contextmanager
 def _output_file(path, input_path):
-    """stdout, or a file written beside ``path`` and renamed over it once complete: a run
-    that fails leaves an existing file as it was."""
+    """stdout, or a file written beside ``path`` and renamed over it once complete
+    (``zoo.files.replacing``: a run that fails or gets SIGTERM leaves an existing file as
+    it was; its mode and a symbolic link are kept)."""
+    from zoo import files
+
     if path is None:
         yield sys.stdout
         sys.stdout.flush()
@@ -172,19 +182,12 @@ def _output_file(path, input_path):
     target = Path(path)
     if input_path and target.exists() and target.samefile(input_path):
         raise UsageError(f"--output {path} is the input file; write to another file.")
-    try:
-        handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.parent,
-                                             prefix=f".{target.name}.", suffix=".partial",
-                                             delete=False)
-    except OSError as error:
-        raise UsageError(f"cannot write --output {path}: {error.strerror}.") from None
-    try:
-        with handle:
-            yield handle
-        os.replace(handle.name, target)
-    finally:
-        if os.path.exists(handle.name):
-            os.unlink(handle.name)
+    with contextlib.ExitStack() as stack:
+        try:
+            handle = stack.enter_context(files.replacing(target))
+        except OSError as error:
+            raise UsageError(f"cannot write --output {path}: {error.strerror}.") from None
+        yield handle
 
 
 def _command_generate(args):
@@ -200,10 +203,33 @@ def _command_generate(args):
 
 
 def _command_classify(args):
+    """One line per text; from stdin, a line that cannot be read (not UTF-8, too long) is
+    reported on stderr by its number and printed empty, as `zoo translate --input` does."""
     model = _load_for(args.name, "classify", "classification")
-    texts = _read_texts(args)
-    for text, result in zip(texts, model.classify(texts)):
-        print(f"{result['label']}\t{result['probability']:.3f}\t{text}")
+    if args.texts:
+        for text, result in zip(args.texts, model.classify(args.texts)):
+            print(f"{result['label']}\t{result['probability']:.3f}\t{text}")
+        return 0
+    from zoo import file_translation
+
+    texts, problems = {}, 0
+    for number, line in enumerate(sys.stdin.buffer, 1):
+        text, problem = file_translation.readable_line(line)
+        if problem:
+            print(f"line {number}: {problem}; written as an empty line", file=sys.stderr)
+            problems += 1
+        texts[number] = text
+    results = iter(model.classify([t for t in texts.values() if t is not None]))
+    for text in texts.values():
+        if text is None:
+            print()
+        else:
+            result = next(results)
+            print(f"{result['label']}\t{result['probability']:.3f}\t{text}")
+    if problems:
+        print(f"{problems} line(s) could not be classified and were written empty "
+              "(reported above).", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -222,7 +248,7 @@ def _command_attention(args):
 
 def _command_inspect(args):
     import zoo
-    from zoo import plots
+    from zoo import inspection, plots
 
     if args.units < 1:
         raise UsageError(f"--units must be a positive number of units; got {args.units}.")
@@ -231,11 +257,7 @@ def _command_inspect(args):
         raise UsageError(f"{args.name!r} has no recurrent layers to inspect (a "
                          f"{zoo.describe(args.name).get('task', 'other')} model).")
     result = model.inspect(args.text)
-    # Each trace with the tokens along its steps: a translator's encoder reads the source
-    # pieces, its decoder the produced ones.
-    traces = {t["name"]: (t, result["tokens"]) for t in result.get("layers", [])}
-    traces.update({t["name"]: (t, result.get("source_tokens")) for t in result.get("encoder", [])})
-    traces.update({t["name"]: (t, result.get("target_tokens")) for t in result.get("decoder", [])})
+    traces = inspection.traces_by_layer(result)
     name = args.layer or next(iter(traces))
     if name not in traces:
         raise UsageError(f"{args.name} has no layer {name!r}; its layers: {', '.join(traces)}.")
@@ -253,6 +275,7 @@ def _command_evaluate(args):
     import zoo
     from zoo.training import driver
 
+    _check_search_options(beam_size=args.beam, batch_size=args.batch_size)
     metadata = zoo.describe(args.name)
     task = driver.task_of(metadata)
     model = _load_for(args.name, task.model_method, metadata.get("task", "translation"))
@@ -262,6 +285,10 @@ def _command_evaluate(args):
     print("\n".join(lines), file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
+    if result["unreadable_lines"]:  # each reported on stderr as it was read
+        print(f"{result['unreadable_lines']} line(s) could not be read and were left out "
+              "(reported above).", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -306,7 +333,17 @@ def _command_export(args):
         options = {"quantize": args.quantize, "beam_size": args.beam_size}
     elif args.quantize is not None:
         raise UsageError("--quantize applies to --format tflite only.")
-    path = export.export(args.name, args.format, args.out, **options)
+    out = Path(args.out)
+    try:  # checked before the model loads: TensorFlow would fail minutes later, deep inside
+        out.mkdir(parents=True, exist_ok=True)
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied")
+    except OSError as error:
+        raise UsageError(f"cannot write into --out {args.out}: {error.strerror}.") from None
+    try:
+        path = export.export(args.name, args.format, out, **options)
+    except FileExistsError as error:
+        raise UsageError(str(error)) from None
     print(f"{args.format} export of {args.name} written to {path}")
     return 0
 

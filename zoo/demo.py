@@ -4,7 +4,9 @@ Built on Gradio, with plotly figures that the browser draws (hovering a cell sho
 value); both come with the ``demo`` extra (``pip install -e ".[demo]"``). Starting the page
 downloads nothing: the presets are read from ``saved_models/`` (each loaded on first use),
 the page's scripts are served from the installed gradio package, its fonts are the
-browser's own (no web fonts), and Gradio's analytics and version check are off.
+browser's own but for Chinese, Japanese and Korean glyphs, which come from the Noto Sans
+CJK file of the ``mplfonts`` package that the plots use too (``cjk_font_face``), so that
+a machine without a CJK font shows them; Gradio's analytics and version check are off.
 
 Bad input (empty, too long, characters a model never saw, outside a teaching task's
 domain) shows as a message beside the outputs: the models raise ``ValueError`` /
@@ -14,6 +16,7 @@ them as they are.
 
 import functools
 import os
+import sys
 
 # Read by gradio when it is imported: otherwise it reports usage and asks for its newest
 # version over the network as the server starts.
@@ -24,6 +27,7 @@ import numpy as np  # noqa: E402
 import plotly.graph_objects as go  # noqa: E402
 
 import zoo  # noqa: E402
+from zoo import inspection, plots  # noqa: E402
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 7860
 TEACHING_TASKS = ("date_normalization", "addition")
@@ -38,6 +42,10 @@ EXAMPLES = {
     "bilstm_sst2": "a charming, funny film",
 }
 LANGUAGE_MODEL_PROMPT = "ROMEO:"
+# What the language models' look inside starts on: a line or two, short enough that the
+# axis labels every character. Generated text is cut to INSPECTED_CHARACTERS for it.
+INSPECTED_TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?"
+INSPECTED_CHARACTERS = 60
 SHOWN_UNITS = 32
 # Most labels on a figure's axes (every k-th beyond that; hovering names each cell), and
 # the most pixels its rows take: 1,000 characters or 256 units stay readable.
@@ -50,6 +58,31 @@ TRACE_NAMES = {
     "n": "candidate state n",
 }
 SIGMOID_GATES = {"i", "f", "o", "z", "r"}
+# The x axis of a layer's states and gates, by what the model reads at each step
+# (translators: by the first part of the layer's name).
+STEP_TITLES = {
+    "character": "time step (the character read)",
+    "word": "time step (the word read, as the model reads it)",
+    "encoder": "time step (the source piece read)",
+    "decoder": "time step (the piece fed back: [START], then each one produced)",
+}
+HEATMAP_GUIDE = """\
+Each coloured cell is one number; hover a cell to read it.
+
+- **Attention** (rows: the words produced, top to bottom; columns: the source words).
+  A row shows where the decoder looked while writing that word: its cells add up to 1,
+  and a bright cell means most of the weight went to that source word. A clean
+  translation often shows a near-diagonal line, bent where the two languages order words
+  differently. The weights show where the model looks, not why it writes a word.
+- **States and gates** (columns: the time steps, one per token read, in order; rows: units).
+  Follow a row from left to right to see one unit change as the text goes on. Gates
+  (input, forget, output, update, reset) lie between 0 (closed: dark) and 1 (open:
+  bright); hidden states and candidates lie between -1 (blue) and 1 (red), white near 0;
+  an LSTM's cell state c is unbounded, its scale set by its largest value.
+  A forget gate near 1 keeps the cell state; an update gate near 1 keeps the old
+  hidden state. The units shown are those whose hidden state varies most over the text,
+  as `zoo inspect` picks them: the others stay nearly constant.
+"""
 
 
 @functools.lru_cache(maxsize=None)
@@ -93,8 +126,9 @@ def showing_bad_input(cleared):
 
 
 # -- figures -----------------------------------------------------------------------------------
-def labelled_heatmap(values, columns, rows, hover, value_range, colorscale):
-    """A plotly heatmap of ``values [rows, columns]`` with text labels on both axes.
+def labelled_heatmap(values, columns, rows, hover, value_range, colorscale, titles):
+    """A plotly heatmap of ``values [rows, columns]`` with text labels on both axes and
+    ``titles = (x title, y title)``.
 
     The axes are numeric with the labels as tick text, since a categorical axis would
     merge a word that occurs twice into one column; ``hover`` names what the row, the
@@ -107,9 +141,13 @@ def labelled_heatmap(values, columns, rows, hover, value_range, colorscale):
         z=np.asarray(values).tolist(), x=list(range(len(columns))), y=list(range(len(rows))),
         customdata=customdata, hovertemplate=hover + "<extra></extra>",
         zmin=value_range[0], zmax=value_range[1], colorscale=colorscale))
-    figure.update_xaxes(side="top", **axis_labels(columns, MOST_LABELS["x"]))
-    figure.update_yaxes(autorange="reversed", **axis_labels(rows, MOST_LABELS["y"]))
-    figure.update_layout(margin=dict(l=10, r=10, t=40, b=10),
+    figure.update_xaxes(side="top", title_text=titles[0], **axis_labels(columns, MOST_LABELS["x"]))
+    figure.update_yaxes(autorange="reversed", title_text=titles[1],
+                        **axis_labels(rows, MOST_LABELS["y"]))
+    # The page's fonts: CJK tick labels and hover labels (plotly's own default font
+    # otherwise) in the font the page serves.
+    figure.update_layout(margin=dict(l=10, r=10, t=80, b=10), font_family=PAGE_FONT_FAMILY,
+                         hoverlabel_font_family=PAGE_FONT_FAMILY,
                          height=max(260, min(28 * len(rows), MOST_ROWS_HEIGHT) + 120))
     return figure
 
@@ -121,11 +159,13 @@ def axis_labels(labels, most):
     return {"tickvals": list(range(0, len(labels), every)), "ticktext": list(labels[::every])}
 
 
-def attention_figure(alignment):
-    """The attention of a translation at word level (a ``zoo.text.Alignment``)."""
+def attention_figure(alignment, tokens="words"):
+    """The attention of a translation at word level (a ``zoo.text.Alignment``);
+    ``tokens``: what its tokens are called on the axes ("words", "characters")."""
     return labelled_heatmap(
         alignment.weights, alignment.source, alignment.produced,
-        "%{customdata[0]} ← %{customdata[1]}<br>weight %{z:.3f}", (0.0, 1.0), "Viridis")
+        "%{customdata[0]} ← %{customdata[1]}<br>weight %{z:.3f}", (0.0, 1.0), "Viridis",
+        (f"source {tokens}", f"produced {tokens}"))
 
 
 def visible_character(character):
@@ -133,20 +173,25 @@ def visible_character(character):
     return {" ": "␣", "\n": "↵", "\t": "⇥"}.get(character, character)
 
 
-def trace_figure(trace, tokens, quantity, units):
-    """One state or gate of a layer's trace from ``model.inspect``: tokens on x, its first
-    ``units`` units on y. ``quantity``: ``"states/h"``, ``"gates/f"``, ..."""
+def trace_figure(trace, tokens, quantity, units, step_title=STEP_TITLES["character"]):
+    """One state or gate of a layer's trace from ``model.inspect``: tokens on x (titled
+    ``step_title``), on y the ``units`` units whose hidden state varies most over the
+    text (``plots.picked_units``, as ``zoo inspect`` picks them), in index order.
+    ``quantity``: ``"states/h"``, ``"gates/f"``, ..."""
     group, key = quantity.split("/")
-    values = np.asarray(trace[group][key])[:, :units].T  # [units, steps]
+    shown = plots.picked_units(trace, units)
+    values = np.asarray(trace[group][key])[:, shown].T  # [units, steps]
     if key in SIGMOID_GATES:
         value_range, colorscale = (0.0, 1.0), "Viridis"
     else:  # tanh outputs lie in [-1, 1]; an LSTM's cell state is unbounded
         bound = max(1.0, float(np.abs(values).max())) if key == "c" else 1.0
-        value_range, colorscale = (-bound, bound), "RdBu"
+        value_range, colorscale = (-bound, bound), "RdBu_r"  # red positive, as zoo inspect
+    total = np.shape(trace["states"]["h"])[1]
     figure = labelled_heatmap(
-        values, [visible_character(t) for t in tokens], [f"unit {u}" for u in range(len(values))],
+        values, [visible_character(t) for t in tokens], [f"unit {u}" for u in shown],
         f"{TRACE_NAMES.get(key, key)}<br>%{{customdata[0]}} after '%{{customdata[1]}}'"
-        "<br>%{z:.3f}", value_range, colorscale)
+        "<br>%{z:.3f}", value_range, colorscale,
+        (step_title, f"unit ({len(shown)} of {total}: those whose h varies most)"))
     figure.update_layout(title=f"{trace['name']}: {TRACE_NAMES.get(key, key)}")
     return figure
 
@@ -158,13 +203,20 @@ def trace_choices(trace):
 
 
 # -- what the page's buttons do ------------------------------------------------------------------
+def whole(number):
+    """A slider's or number box's value as the models take it: a float that is a whole
+    number as an int, anything else as it is, for the models' checks to refuse (a
+    request to the page's API may send any number: int(inf) would be an OverflowError)."""
+    return int(number) if isinstance(number, float) and number.is_integer() else number
+
+
 @showing_bad_input(cleared=(None, None, None, ""))
 def translate(name, text, beam_size, hypotheses):
     """The best translation, the beam's n-best ``[score, text]`` rows and the attention
     (a figure, or a note saying why there is none)."""
-    model, beam_size = loaded(name), int(beam_size)
+    model, beam_size = loaded(name), whole(beam_size)
     best = model.translate([require_text(text)], beam_size=beam_size,
-                           num_hypotheses=min(int(hypotheses), beam_size))[0]
+                           num_hypotheses=min(whole(hypotheses), beam_size))[0]
     if not best[0]["text"]:
         raise ValueError(f"{name} produced nothing: it knows none of the words or characters "
                          f"of {text[:80]!r}.")
@@ -176,7 +228,8 @@ def attention_or_note(model, name, text, beam_size):
     if not model.has_attention:
         return None, (f"{name} has no attention: its decoder sees only the encoder's final "
                       "state (one fixed-length vector), so there is no alignment to draw.")
-    return attention_figure(model.align(text, beam_size=beam_size)), ""
+    tokens = "characters" if model.source_language == "char" else "words"
+    return attention_figure(model.align(text, beam_size=beam_size), tokens), ""
 
 
 @showing_bad_input(cleared=(None, None, ""))
@@ -189,36 +242,58 @@ def answer(name, text):
 
 @showing_bad_input(cleared=(None, gr.update()))
 def generate(name, prompt, length, temperature, top_k, top_p, seed):
-    """The prompt and what the language model wrote after it (twice: once to read, once
-    to look inside)."""
+    """The prompt and what the language model wrote after it, and the start of that
+    text to look inside (``inspected_excerpt``)."""
     text = prompt + loaded(name).generate(
-        prompt, int(length), temperature=float(temperature), top_k=int(top_k) or None,
-        top_p=None if top_p >= 1 else float(top_p), seed=None if seed is None else int(seed))
-    return text, text
+        prompt, whole(length), temperature=temperature, top_k=whole(top_k) or None,
+        top_p=None if top_p == 1 else top_p, seed=None if seed is None else whole(seed))
+    return text, inspected_excerpt(text)
+
+
+def inspected_excerpt(text, most=INSPECTED_CHARACTERS):
+    """The start of ``text`` to look inside: at most ``most`` characters, ending at the last
+    line break within them, else at the last space (either when that keeps more than
+    half), so that the figure labels every character of whole lines or words."""
+    if len(text) <= most:
+        return text
+    for separator in ("\n", " "):
+        cut = text.rfind(separator, 0, most + 1)
+        if cut > most // 2:
+            return text[:cut]
+    return text[:most]
+
+
+def step_title(name, layer):
+    """The x axis title of a layer of preset ``name``: what it reads at each step."""
+    reads = {"language_modeling": "character", "classification": "word"}
+    return STEP_TITLES[reads.get(zoo.describe(name).get("task"), layer.split("/")[0])]
 
 
 @showing_bad_input(cleared=(None, gr.update(), gr.update(), None))
-def inspect_text(name, text):
-    """``model.inspect`` over the text: the traces kept for redrawing, the layer and
-    quantity choices, and the figure of the first layer's hidden state."""
-    inside = loaded(name).inspect(require_text(text))
-    names = [trace["name"] for trace in inside["layers"]]
-    first = inside["layers"][0]
-    return (inside, gr.update(choices=names, value=names[0]),
-            gr.update(choices=trace_choices(first), value="states/h"),
-            trace_figure(first, inside["tokens"], "states/h", SHOWN_UNITS))
+def inspect_text(name, text, units):
+    """``model.inspect`` over the text: the traces kept for redrawing (``{layer: (trace,
+    tokens, x axis title)}``), the layer and quantity choices, and the figure of the
+    first layer's hidden state."""
+    traces = inspection.traces_by_layer(loaded(name).inspect(require_text(text)))
+    inside = {layer: (trace, tokens, step_title(name, layer))
+              for layer, (trace, tokens) in traces.items()}
+    first = next(iter(inside))
+    trace, tokens, title = inside[first]
+    return (inside, gr.update(choices=list(inside), value=first),
+            gr.update(choices=trace_choices(trace), value="states/h"),
+            trace_figure(trace, tokens, "states/h", int(units), title))
 
 
 def redraw_trace(inside, layer, quantity, units):
     """The figure for another layer, state or gate of the traces already computed."""
     if not inside:
         return gr.update(), None
-    trace = next(t for t in inside["layers"] if t["name"] == layer)
+    trace, tokens, title = inside[layer]
     choices = trace_choices(trace)
     if quantity not in [value for _, value in choices]:
         quantity = "states/h"  # another cell kind: its gates differ
     return (gr.update(choices=choices, value=quantity),
-            trace_figure(trace, inside["tokens"], quantity, int(units)))
+            trace_figure(trace, tokens, quantity, int(units), title))
 
 
 @showing_bad_input(cleared=(None,))
@@ -243,6 +318,33 @@ def message_box(elem_id):
     return gr.Markdown(elem_id=elem_id)
 
 
+def heatmap_guide():
+    with gr.Accordion("How to read these heatmaps", open=False):
+        gr.Markdown(HEATMAP_GUIDE)
+
+
+def look_inside(preset, text, api_name, prefix, heading):
+    """A panel's look inside its model: ``model.inspect`` over ``text`` (a textbox), a
+    layer and a state or gate to show, how many units, and the figure."""
+    gr.Markdown(f"### Inside the network: `model.inspect` {heading}")
+    button = gr.Button("Show states and gates", elem_id=f"{prefix}-button")
+    message = message_box(f"{prefix}-message")
+    with gr.Row():
+        layer = gr.Dropdown([], label="layer", elem_id=f"{prefix}-layer")
+        quantity = gr.Radio([], label="state or gate", elem_id=f"{prefix}-quantity")
+        units = gr.Slider(1, 256, value=SHOWN_UNITS, step=1, elem_id=f"{prefix}-units",
+                          label="units shown: those whose hidden state varies most over the "
+                                "text (as zoo inspect picks them)")
+    figure = gr.Plot(label="per step (hover a cell for its value)", elem_id=f"{prefix}-plot")
+    heatmap_guide()
+    inside = gr.State()
+    button.click(inspect_text, [preset, text, units], [inside, layer, quantity, figure, message],
+                 api_name=api_name)
+    for control in (layer, quantity, units):
+        control.input(redraw_trace, [inside, layer, quantity, units], [quantity, figure],
+                      api_name=False)
+
+
 def translation_panel(names):
     preset = preset_picker(names, "translation-preset")
     text = gr.Textbox(example_for(names[0]), label="sentence", elem_id="translation-input")
@@ -256,9 +358,12 @@ def translation_panel(names):
                          elem_id="translation-n-best", interactive=False)
     note = gr.Markdown(elem_id="attention-note")
     figure = gr.Plot(label="attention (hover a cell for its weight)", elem_id="attention")
+    heatmap_guide()
     preset.change(example_for, preset, text)
     gr.on([button.click, text.submit], translate, [preset, text, beam, hypotheses],
           [output, table, figure, note, message], api_name="translate")
+    look_inside(preset, text, "inspect_translation", "translation-inspect",
+                "(the encoder over the sentence, the decoder over its greedy translation)")
 
 
 def teaching_panel(names):
@@ -269,6 +374,7 @@ def teaching_panel(names):
     output = gr.Textbox(label="answer", elem_id="teaching-output", interactive=False)
     note = gr.Markdown(elem_id="teaching-note")
     figure = gr.Plot(label="alignment (hover a cell for its weight)", elem_id="teaching-attention")
+    heatmap_guide()
     preset.change(example_for, preset, text)
     gr.on([button.click, text.submit], answer, [preset, text], [output, figure, note, message],
           api_name="answer")
@@ -288,25 +394,12 @@ def language_model_panel(names):
     message = message_box("lm-message")
     output = gr.Textbox(label="text", lines=8, elem_id="lm-output", interactive=False)
 
-    gr.Markdown("### Inside the network: `model.inspect`")
-    inspected = gr.Textbox(LANGUAGE_MODEL_PROMPT, label="text to look inside", lines=3,
+    inspected = gr.Textbox(INSPECTED_TEXT, label="text to look inside (Generate puts the "
+                           "start of its text here; a line or two reads best)", lines=2,
                            elem_id="inspect-input")
-    inspect_button = gr.Button("Show states and gates", elem_id="inspect-button")
-    inspect_message = message_box("inspect-message")
-    with gr.Row():
-        layer = gr.Dropdown([], label="layer", elem_id="inspect-layer")
-        quantity = gr.Radio([], label="state or gate", elem_id="inspect-quantity")
-        units = gr.Slider(1, 256, value=SHOWN_UNITS, step=1, label="first units shown")
-    figure = gr.Plot(label="per character (hover a cell for its value)", elem_id="inspect-plot")
-    inside = gr.State()
-
     button.click(generate, [preset, prompt, length, temperature, top_k, top_p, seed],
                  [output, inspected, message], api_name="generate")
-    inspect_button.click(inspect_text, [preset, inspected], [inside, layer, quantity, figure,
-                                                        inspect_message], api_name="inspect")
-    for control in (layer, quantity, units):
-        control.input(redraw_trace, [inside, layer, quantity, units], [quantity, figure],
-                      api_name=False)
+    look_inside(preset, inspected, "inspect", "inspect", "(each character read)")
 
 
 def classifier_panel(names):
@@ -318,6 +411,8 @@ def classifier_panel(names):
     preset.change(example_for, preset, text)
     gr.on([button.click, text.submit], classify, [preset, text], [labels, message],
           api_name="classify")
+    look_inside(preset, text, "inspect_classifier", "classifier-inspect",
+                "(the LSTM reading the sentence's words forwards and backwards)")
 
 
 PANELS = {
@@ -341,14 +436,50 @@ def build_page():
     return page
 
 
-# The browser's own fonts: gradio's default theme would fetch web fonts from the network.
-SYSTEM_FONTS = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
-                                 font_mono=["ui-monospace", "monospace"])
+# The browser's own fonts (gradio's default theme would fetch web fonts from the network),
+# CJK glyphs first from the font the page serves: a machine without a CJK font shows them.
+# One CSS identifier: gradio writes the theme's font names into its CSS unquoted.
+CJK_FONT_FAMILY = "zoo-noto-sans-cjk-sc"
+# CJK punctuation, kana, Hangul and the ideographs (with their extensions), full-width forms.
+CJK_RANGES = ("U+2E80-2FDF, U+3000-33FF, U+3400-4DBF, U+4E00-9FFF, U+AC00-D7AF, "
+              "U+F900-FAFF, U+FE30-FE4F, U+FF00-FFEF, U+20000-2FA1F")
+PAGE_FONTS = [CJK_FONT_FAMILY, "ui-sans-serif", "system-ui", "sans-serif"]
+PAGE_FONT_FAMILY = ", ".join(PAGE_FONTS)
+PAGE_THEME = gr.themes.Default(font=PAGE_FONTS,
+                               font_mono=[CJK_FONT_FAMILY, "ui-monospace", "monospace"])
+
+
+def cjk_font_face():
+    """The CSS that makes ``CJK_FONT_FAMILY`` the font file of ``plots.cjk_font``, served by
+    the page itself (``serve`` allows that one file) and fetched only for text with CJK
+    characters (its ``unicode-range``)."""
+    return (f'@font-face {{ font-family: "{CJK_FONT_FAMILY}"; '
+            f'src: url("gradio_api/file={plots.cjk_font_path()}") format("opentype"); '
+            f"unicode-range: {CJK_RANGES}; font-display: swap; }}")
+
+
+def network_warning(host):
+    """What to tell someone who serves the page beyond this machine (None on loopback)."""
+    import ipaddress
+
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        loopback = False
+    if loopback:
+        return None
+    return (f"zoo demo: warning: listening on {host}: the page is open to the network, "
+            "with no password; anyone who reaches this address can use it.")
 
 
 def serve(host=DEFAULT_HOST, port=DEFAULT_PORT):
-    """Serve the page at http://HOST:PORT/ until interrupted."""
+    """Serve the page at http://HOST:PORT/ until interrupted (with a warning on stderr
+    when HOST is not a loopback address)."""
+    warning = network_warning(host)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     # No share link (a tunnel through gradio's servers), no server-side rendering (a Node
-    # process), the browser's fonts.
+    # process), the browser's fonts and the CJK font file (the one file allowed).
     build_page().launch(server_name=host, server_port=port, share=False, inbrowser=False,
-                        ssr_mode=False, theme=SYSTEM_FONTS)
+                        ssr_mode=False, theme=PAGE_THEME, css=cjk_font_face(),
+                        allowed_paths=[str(plots.cjk_font_path())])

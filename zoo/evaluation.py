@@ -14,6 +14,8 @@ from zoo.text.vocabulary import OOV
 BLEU_TOKENIZE = {"zh": "zh", "en": "13a", "fr": "13a", "de": "13a", "es": "13a", "it": "13a",
                  "pt": "13a", "ru": "13a"}
 LENGTH_BUCKETS = ((1, 5), (6, 10), (11, 15), (16, 20), (21, None))
+# Real text runs longer than Tatoeba's: its buckets reach past 50 source tokens.
+REAL_TEXT_BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 50), (51, None))
 
 
 def _paired(hypotheses, references):
@@ -35,7 +37,8 @@ def bleu(hypotheses, references, target_language):
     hypotheses, references = _paired(hypotheses, references)
     metric = sacrebleu.metrics.BLEU(tokenize=BLEU_TOKENIZE[target_language])
     score = metric.corpus_score(hypotheses, [references])
-    return {"score": round(score.score, 2), "signature": str(metric.get_signature())}
+    return {"score": round(score.score, 2), "signature": str(metric.get_signature()),
+            "length_ratio": round(score.sys_len / max(score.ref_len, 1), 3)}
 
 
 def bleu_gain(hypotheses, baseline, references, target_language, resamples=1000, seed=0):
@@ -79,6 +82,19 @@ def unknown_outputs(hypotheses):
     count = sum(OOV in hypothesis for hypothesis in hypotheses)
     return {"count": count, "examples": len(hypotheses),
             "percent": round(100 * count / max(len(hypotheses), 1), 2)}
+
+
+def made_up_words(hypotheses, known_words, language):
+    """How many outputs hold a word found in no training text (``known_words``): with
+    subword pieces, an unknown word comes out as invented pieces ("pillr") instead of
+    ``[UNK]``. Words as ``zoo.text.tokenize`` splits them; numbers do not count."""
+    invented = [[word for word in tokenizers.tokenize(hypothesis, language)
+                 if word not in known_words and not any(c.isdigit() for c in word)]
+                for hypothesis in hypotheses]
+    count = sum(bool(words) for words in invented)
+    return {"count": count, "examples": len(hypotheses),
+            "percent": round(100 * count / max(len(hypotheses), 1), 2),
+            "words": sorted({word for words in invented for word in words})[:50]}
 
 
 def punctuation_only(word):
@@ -143,17 +159,39 @@ def bleu_by_source_length(sources, hypotheses, references, source_language, targ
                             lambda h, r: bleu(h, r, target_language)["score"], "bleu")
 
 
-def length_buckets(sources, source_language):
+def length_buckets(sources, source_language, bounds=LENGTH_BUCKETS):
     """The positions of the sources in each source-length bucket (in tokens) that has any."""
     lengths = [source_length(text, source_language) for text in sources]
     buckets = {bucket_name(low, high): [i for i, length in enumerate(lengths)
                                         if low <= length <= (high or 10**9)]
-               for low, high in LENGTH_BUCKETS}
+               for low, high in bounds}
     return {name: chosen for name, chosen in buckets.items() if chosen}
 
 
-def by_source_length(sources, hypotheses, references, source_language, score, name):
+def by_source_length(sources, hypotheses, references, source_language, score, name,
+                     bounds=LENGTH_BUCKETS):
     """``score(hypotheses, references)`` per source-length bucket, in tokens."""
     return {bucket: {name: score([hypotheses[i] for i in chosen], [references[i] for i in chosen]),
                      "sentences": len(chosen)}
-            for bucket, chosen in length_buckets(sources, source_language).items()}
+            for bucket, chosen in length_buckets(sources, source_language, bounds).items()}
+
+
+def translation_scores(hypotheses, references, target_language):
+    """chrF, BLEU and the length ratio (output tokens / reference tokens, BLEU's)."""
+    result = bleu(hypotheses, references, target_language)
+    return {"chrf": chrf(hypotheses, references)["score"], "bleu": result["score"],
+            "length_ratio": result["length_ratio"]}
+
+
+def real_text_scores(sources, hypotheses, references, source_language, target_language):
+    """``translation_scores`` of the whole set and of each source-length bucket
+    (``REAL_TEXT_BUCKETS``), with the signatures."""
+    buckets = {bucket: {**translation_scores([hypotheses[i] for i in chosen],
+                                             [references[i] for i in chosen], target_language),
+                        "sentences": len(chosen)}
+               for bucket, chosen in length_buckets(sources, source_language,
+                                                    REAL_TEXT_BUCKETS).items()}
+    return {**translation_scores(hypotheses, references, target_language),
+            "sentences": len(sources), "by_source_length": buckets,
+            "bleu_signature": bleu(["a"], ["a"], target_language)["signature"],
+            "chrf_signature": chrf(["a"], ["a"])["signature"]}

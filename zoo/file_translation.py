@@ -14,6 +14,7 @@ import sys
 
 from tqdm import tqdm
 
+from zoo.data import decoded_line
 from zoo.text import codec
 
 WINDOW_BATCHES = 16
@@ -84,17 +85,25 @@ def _translate_window(model, window, write, report, bar, beam_size, batch_size, 
     return problems
 
 
-def _readable_text(model, line):
-    """``(text, None)``, or ``(None, why the model cannot take it)``."""
+def readable_line(line):
+    """A line (``bytes`` or ``str``) without its end as ``(text, None)``, or ``(None, why
+    no model can take it)``: not UTF-8, or over ``codec.MAX_TEXT_LENGTH`` characters."""
     if isinstance(line, bytes):
-        try:
-            line = line.decode("utf-8")
-        except UnicodeDecodeError as error:
-            return None, f"not UTF-8 ({error.reason} at byte {error.start})"
+        line, problem = decoded_line(line)
+        if problem:
+            return None, problem
     text = line.rstrip("\r\n")
     if len(text) > codec.MAX_TEXT_LENGTH:
         return None, (f"{len(text):,} characters, over the {codec.MAX_TEXT_LENGTH:,}-character "
                       "limit")
+    return text, None
+
+
+def _readable_text(model, line):
+    """``(text, None)``, or ``(None, why the model cannot take it)``."""
+    text, problem = readable_line(line)
+    if problem:
+        return None, problem
     if text.strip():
         try:
             model.preprocessor.accepted_source(text)

@@ -93,3 +93,13 @@ def trace(cell, steps, name):
         "states": {s: arrays[s] for s in cell.state_names},
         "gates": {g: arrays[g] for g in cell.gate_names},
     }
+
+
+def traces_by_layer(result):
+    """``{layer name: (trace, tokens)}`` of a model's ``inspect`` result, in its layers'
+    order: each trace with the tokens along its steps (a translator's encoder reads the
+    source pieces, its decoder the pieces fed back to it)."""
+    traces = {t["name"]: (t, result["tokens"]) for t in result.get("layers", [])}
+    traces.update({t["name"]: (t, result["source_tokens"]) for t in result.get("encoder", [])})
+    traces.update({t["name"]: (t, result["target_tokens"]) for t in result.get("decoder", [])})
+    return traces

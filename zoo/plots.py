@@ -12,11 +12,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import font_manager  # noqa: E402
 
 
-def cjk_font():
-    """Noto Sans CJK SC, shipped by the ``mplfonts`` package, as FontProperties."""
+def cjk_font_path():
+    """Noto Sans CJK SC (SIL OFL), shipped by the ``mplfonts`` package: the plots' and the
+    page's (``zoo demo``) Chinese glyphs."""
     import mplfonts
 
-    path = Path(mplfonts.__file__).parent / "fonts" / "NotoSansCJKsc-Regular.otf"
+    return Path(mplfonts.__file__).parent / "fonts" / "NotoSansCJKsc-Regular.otf"
+
+
+def cjk_font():
+    """``cjk_font_path``'s font as FontProperties."""
+    path = cjk_font_path()
     font_manager.fontManager.addfont(str(path))
     return font_manager.FontProperties(fname=str(path))
 

@@ -22,8 +22,10 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
+
+from zoo.files import staging_folder
+from zoo.text import codec
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
@@ -33,6 +35,27 @@ ASSETS_DIR = "assets"
 
 # A preset name: lower-case words joined by underscores, nothing that walks paths.
 _NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+
+# The largest sizes a preset's config may give, checked before anything is built: a
+# config is data anyone may share, and Keras allocates every weight it names (units of
+# 10**9 is an OOM, not an error). Each is several times the largest shipped preset's
+# (in brackets), so that bigger honest models still load, and together they bound what
+# one config can allocate (docs/bad_input.md gives the figures).
+CONFIG_LIMITS = {
+    # recurrent state [1,029: rnn_charlm_shakespeare]; Keras' Dense and the attention too
+    "units": 4_096, "attention_units": 4_096,
+    # token embeddings [256]; Keras' Embedding calls it output_dim
+    "embedding_dim": 2_048, "output_dim": 2_048,
+    # vocabularies [14,135: bilstm_sst2]; Keras' Embedding calls it input_dim
+    "vocabulary_size": 100_000, "source_vocabulary_size": 100_000,
+    "target_vocabulary_size": 100_000, "input_dim": 100_000,
+    # stacked recurrent layers [2]
+    "num_layers": 8,
+    # decoding buffers [64]: the limit of translate(max_length=...)
+    "max_output_length": codec.MAX_OUTPUT_LENGTH,
+    # tokens read [128]: a text has at most MAX_TEXT_LENGTH characters, so no more tokens
+    "max_source_length": codec.MAX_TEXT_LENGTH, "max_length": codec.MAX_TEXT_LENGTH,
+}
 
 
 class PresetError(ValueError):
@@ -53,13 +76,16 @@ def list_models():
     root = presets_root()
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if (p / METADATA_FILE).is_file())
+    # A save interrupted between its renames left NAME as .NAME.old (_replace).
+    names = {p.name.removeprefix(".").removesuffix(".old") for p in root.iterdir()}
+    return sorted(name for name in names if _NAME_PATTERN.match(name)
+                  and (_interrupted_save(root / name) / METADATA_FILE).is_file())
 
 
 def resolve(name_or_directory):
     """The directory of a preset given by name, or a directory given by path."""
     if isinstance(name_or_directory, os.PathLike) or os.sep in str(name_or_directory):
-        directory = Path(name_or_directory)
+        directory = _interrupted_save(Path(name_or_directory))
         if not directory.is_dir():
             raise PresetError(f"Preset directory not found: {str(directory)!r}.")
         return directory
@@ -70,11 +96,20 @@ def resolve(name_or_directory):
             "underscores (to load a directory, pass its path). "
             f"Known presets: {', '.join(list_models()) or 'none'}."
         )
-    directory = presets_root() / name
+    directory = _interrupted_save(presets_root() / name)
     if not (directory / METADATA_FILE).is_file():
         raise PresetError(
             f"Unknown preset {name!r}. Known presets: {', '.join(list_models()) or 'none'}."
         )
+    return directory
+
+
+def _interrupted_save(directory):
+    """``directory``, or where a save killed between its two renames left the preset
+    (``_replace``)."""
+    retired = _retired(directory)
+    if not directory.exists() and (retired / METADATA_FILE).is_file():
+        return retired
     return directory
 
 
@@ -87,10 +122,31 @@ def _read_metadata(directory):
     path = directory / METADATA_FILE
     if not path.is_file():
         raise PresetError(f"Preset {str(directory)!r} has no {METADATA_FILE}.")
+    return _read_json(path.read_bytes(), path)
+
+
+def _read_json(content, source):
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(content.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise PresetError(f"{path} is not valid JSON: {error}.") from None
+        raise PresetError(f"{source} is not valid JSON: {error}.") from None
+
+
+def check_config_sizes(config, source):
+    """Refuse a config that gives any size of ``CONFIG_LIMITS`` beyond its limit, at any
+    depth (a plain Keras model's layers too), before Keras builds (allocates) anything."""
+    if isinstance(config, dict):
+        for key, value in config.items():
+            most = CONFIG_LIMITS.get(key)
+            if (most is not None and isinstance(value, (int, float))
+                    and not isinstance(value, bool) and value > most):
+                raise PresetError(
+                    f"{source} gives {key} = {value:,}; the most zoo loads is {most:,} "
+                    f"(zoo.presets.CONFIG_LIMITS, docs/bad_input.md). Refusing to build it.")
+            check_config_sizes(value, source)
+    elif isinstance(config, list):
+        for item in config:
+            check_config_sizes(item, source)
 
 
 def sha256(path):
@@ -102,13 +158,21 @@ def sha256(path):
 
 
 def verify(directory, metadata):
-    """Check that every file listed in the metadata exists and has its checksum."""
+    """Check that every file of the preset is listed in the metadata with its checksum,
+    exists and has that checksum."""
     files = metadata.get("files")
     if not files or WEIGHTS_FILE not in files or CONFIG_FILE not in files:
         raise PresetError(
             f"{directory / METADATA_FILE} lists no checksums for {CONFIG_FILE} and "
             f"{WEIGHTS_FILE}; refusing to load unverified files."
         )
+    unlisted = sorted(str(path.relative_to(directory)) for path in directory.rglob("*")
+                      if path.is_file() and path.name != METADATA_FILE
+                      and str(path.relative_to(directory)) not in files)
+    if unlisted:
+        raise PresetError(
+            f"Preset {directory.name!r} holds files that {METADATA_FILE} lists no checksum "
+            f"for: {', '.join(unlisted)}; refusing to load unverified files.")
     for relative, expected in files.items():
         path = (directory / relative).resolve()
         if directory.resolve() not in path.parents:
@@ -131,7 +195,8 @@ def load(name_or_directory):
     directory = resolve(name_or_directory)
     metadata = _read_metadata(directory)
     verify(directory, metadata)
-    config = json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8"))
+    config = _read_json((directory / CONFIG_FILE).read_bytes(), directory / CONFIG_FILE)
+    check_config_sizes(config, directory / CONFIG_FILE)
     model = deserialize_safely(config, source=directory / CONFIG_FILE)
     assets = directory / ASSETS_DIR
     if hasattr(model, "load_assets") and assets.is_dir():
@@ -196,6 +261,11 @@ def load_keras_file(path):
     if not zipfile.is_zipfile(path):
         raise PresetError(f"{path} is not a .keras file (a zip archive): it is truncated or "
                           "of another format.")
+    with zipfile.ZipFile(path) as archive:
+        if CONFIG_FILE not in archive.namelist():
+            raise PresetError(f"{path} holds no {CONFIG_FILE}: it is not a Keras model file.")
+        source = f"{path} ({CONFIG_FILE})"
+        check_config_sizes(_read_json(archive.read(CONFIG_FILE), source), source)
     with _refusing_unsafe_configs(path):
         return keras.saving.load_model(path, safe_mode=True)
 
@@ -249,7 +319,7 @@ def save(model, directory, metadata=None, card=None, weights_dtype="float32"):
 
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    staging = staging_folder(directory.parent, prefix=f".{directory.name}.")
     try:
         config = keras.saving.serialize_keras_object(model)
         # A preset is an architecture and weights; how to train it is the user's
@@ -285,17 +355,26 @@ def save(model, directory, metadata=None, card=None, weights_dtype="float32"):
     return directory
 
 
+def _retired(directory):
+    """Where ``_replace`` moves a preset aside while the new one takes its place."""
+    return directory.with_name(f".{directory.name}.old")
+
+
 def _replace(directory, staging):
     """Rename a written folder into the place of a preset (the old one, if any, moves
-    aside first and is removed after)."""
+    aside first and is removed after).
+
+    POSIX has no rename of a folder over another that is not empty: between the two
+    renames the preset is only at ``.NAME.old``, and a process killed there (SIGKILL,
+    power loss) leaves it so. ``resolve`` then loads ``.NAME.old`` (the preset as it was
+    before the interrupted save), and the next save of NAME removes it.
+    """
+    retired = _retired(directory)
     if directory.exists():
-        retired = directory.with_name(f".{directory.name}.old")
         shutil.rmtree(retired, ignore_errors=True)
         directory.rename(retired)
-        staging.rename(directory)
-        shutil.rmtree(retired)
-    else:
-        staging.rename(directory)
+    staging.rename(directory)
+    shutil.rmtree(retired, ignore_errors=True)
 
 
 def _strip_weights_file(path, to_float16):
@@ -334,7 +413,7 @@ def rewrite_description(directory, metadata, card, config_changes=None):
     directory = Path(directory)
     # Both files in a copy renamed into place, as ``save`` does: a crash between the two
     # writes would leave a card its checksum does not match.
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    staging = staging_folder(directory.parent, prefix=f".{directory.name}.")
     shutil.rmtree(staging)
     shutil.copytree(directory, staging)
     (staging / CARD_FILE).write_text(card, encoding="utf-8")

@@ -139,7 +139,7 @@ def test_saved_model_has_no_device_specific_ops(exports):
 
 def test_saved_model_refuses_a_bad_beam_size(exports):
     loaded = tf.saved_model.load(str(exports["saved_model"]))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="beam_size must be at least 1"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="beam_size must be an integer from 1 to 64"):
         loaded.signatures["translate_beam"](texts=tf.constant(["你好。"]), beam_size=tf.constant(0))
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match="num_hypotheses must be at most beam_size"):
@@ -229,8 +229,9 @@ def test_export_errors(model, tmp_path):
         export.export(model, "onnx", tmp_path, name="x")
     with pytest.raises(ValueError, match="Unknown quantization 'int4'"):
         export.export(model, "tflite", tmp_path, name="x", quantize="int4")
-    with pytest.raises(ValueError, match="beam_size must be an integer of at least 2"):
-        export.export(model, "tflite", tmp_path, name="x", beam_size=1)
+    for beam_size in (1, 65):
+        with pytest.raises(ValueError, match="beam_size must be an integer from 2 to 64"):
+            export.export(model, "tflite", tmp_path, name="x", beam_size=beam_size)
 
 
 @pytest.mark.parametrize("kind", ["attention", "bottleneck"])

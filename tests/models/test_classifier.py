@@ -13,26 +13,12 @@ from zoo import export, presets, training
 from zoo.cli import main
 from zoo.export import TFLiteClassifier
 
-from conftest import builtin_only, tflite_operators
+from conftest import REVIEWS, builtin_only, tflite_operators, tiny_classifier
 from testcase import run_preset_test
 from zoo.data import sst2
 from zoo.models import TextClassifier
 from zoo.text import Vocabulary
 from zoo.text.preprocessor import CharacterPreprocessor, ClassifierPreprocessor
-
-REVIEWS = [("a wonderful , moving film", 1), ("charming and funny", 1),
-           ("the best film of the year", 1), ("i loved it", 1),
-           ("a dull , tedious mess", 0), ("boring and far too long", 0),
-           ("the worst film of the year", 0), ("i hated it", 0)]
-
-
-def tiny_classifier():
-    preprocessor = ClassifierPreprocessor.train([t for t, _ in REVIEWS])
-    model = TextClassifier(len(preprocessor.vocabulary), embedding_dim=8, units=8, dropout=0.0)
-    model.build()
-    model.set_preprocessor(preprocessor)
-    return model
-
 
 @pytest.fixture(scope="module")
 def fitted():
@@ -86,7 +72,14 @@ def test_cli_classify_and_evaluate(classifier_preset, tmp_path, capsys):
     path.write_text("label\tsentence\n" + "".join(f"{y}\t{t}\n" for t, y in REVIEWS))
     assert main(["evaluate", str(classifier_preset), "--data", str(path), "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert result == {"metric": "accuracy", "value": 100.0, "examples": 8}
+    assert result == {"metric": "accuracy", "value": 100.0, "examples": 8, "unreadable_lines": 0}
+    path.write_bytes(path.read_bytes() + b"1\tgood \xe9 film\n")  # Latin-1, not UTF-8
+    assert main(["evaluate", str(classifier_preset), "--data", str(path), "--json"]) == 1
+    captured = capsys.readouterr()
+    result = json.loads(captured.out.strip().splitlines()[-1])
+    assert (result["examples"], result["unreadable_lines"]) == (8, 1)
+    assert captured.err.startswith(f"{path}, line 10: not UTF-8 (invalid continuation byte at "
+                                   "byte 7); left out\n")
 
 
 @pytest.mark.slow

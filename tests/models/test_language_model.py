@@ -98,7 +98,7 @@ def test_bad_generation_arguments_are_clear_errors():
     model = tiny_language_model("lstm")  # untrained: its arguments are checked alike
     with pytest.raises(ValueError, match=r"characters this model was not trained on: '@é'"):
         model.generate("é@", 5)
-    with pytest.raises(ValueError, match="length must be an integer from 0 to 100000; received -1"):
+    with pytest.raises(ValueError, match="length must be an integer from 0 to 10,000; received -1"):
         model.generate("But", -1)
     with pytest.raises(ValueError, match="temperature must be a finite number >= 0; received nan"):
         model.generate("But", 5, temperature=float("nan"))

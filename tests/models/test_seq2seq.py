@@ -56,7 +56,7 @@ def test_bottleneck_model_has_no_attention_to_return(trained):
 
 @pytest.mark.parametrize("beam", [0, -1, 1.5, True])
 def test_invalid_beam_size(trained, beam):
-    with pytest.raises(ValueError, match="beam_size must be a positive integer"):
+    with pytest.raises(ValueError, match="beam_size must be an integer from 1 to 64; received "):
         trained["attention"].translate(SOURCES[:1], beam_size=beam)
 
 
@@ -96,7 +96,7 @@ def test_n_best_with_attention_and_bad_counts(trained):
     with pytest.raises(ValueError, match=r"num_hypotheses must be at most beam_size \(2\): a "
                                          r"beam holds that many hypotheses; received 3"):
         model.translate(SOURCES[:1], beam_size=2, num_hypotheses=3)
-    with pytest.raises(ValueError, match="num_hypotheses must be a positive integer; "
+    with pytest.raises(ValueError, match="num_hypotheses must be an integer from 1 to 64; "
                                          "received 0"):
         model.translate(SOURCES[:1], beam_size=2, num_hypotheses=0)
 
@@ -171,7 +171,7 @@ def test_inputs_that_are_not_strings_are_refused_clearly(toy_translators):
         model.translate(b"\xe4\xbd\xa0")
     with pytest.raises(TypeError, match="received NoneType"):
         model.translate(None)
-    with pytest.raises(ValueError, match="max_length must be a positive integer; received -3"):
+    with pytest.raises(ValueError, match="max_length must be an integer from 1 to 1,024; received -3"):
         model.translate(["你好。"], max_length=-3)
     assert model.translate([]) == []
     assert model.translate(("你好。",)) == model.translate("你好。")

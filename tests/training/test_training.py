@@ -248,3 +248,29 @@ def test_a_recipe_built_in_python_writes_every_field():
     assert recipe.written["batch_size"] == 64 and recipes.from_dict(recipe.written) == recipe
     with pytest.raises(recipes.RecipeError, match="A recipe is a dict or a Recipe; received str"):
         recipes.from_dict("gru_bahdanau_dates")
+
+
+def test_the_card_of_a_mix_lists_its_corpora_terms_curve_and_real_text_scores():
+    from zoo import presets
+    from zoo.data import parallel
+
+    metadata = presets.describe("gru_bahdanau_cmn_en")
+    metadata["data"] = {"split": "Tatoeba's and the real-text sets", "pairs": {"train": 9},
+                        "mix": {"tvsub": {**parallel.describe("tvsub"), "pairs": 1784171,
+                                          "weight": 0.04}}}
+    metadata["terms"] = "tvsub: " + parallel.CORPORA["tvsub"].terms
+    metadata["training"]["validation_loss_by_epoch"] = [3.1, 2.9]
+    bucket = {"chrf": 30.5, "bleu": 8.25, "length_ratio": 0.93, "sentences": 997}
+    metadata["real_text_test"] = {"ntrex_test": {
+        **bucket, "by_source_length": {"31-50": bucket},
+        "made_up_words": {"percent": 2.5}, "bleu_signature": "nrefs:1|tok:13a",
+        "chrf_signature": "nrefs:1|nc:6"}}
+    card = translation.model_card(metadata)
+    assert "| ntrex_test | 997 | 30.5 | 8.25 | 0.93 | 2.5% |" in card
+    assert "| 31-50 | 997 | 30.5 | 8.25 | 0.93 |" in card
+    assert ("| [tvsub](https://github.com/longyuewangdcu/tvsub) | TV-series subtitles, everyday "
+            "dialogue | 1,784,171 | x 0.04 | CC BY-NC-ND 4.0") in card
+    assert ("**Terms of use**: tvsub: research and non-commercial use only (CC BY-NC-ND 4.0)."
+            in card)
+    assert "Validation loss by epoch: 3.1, 2.9." in card
+    assert "- data: the mix above" in card

@@ -1,7 +1,9 @@
 """Corpus readers: a local path first, the public URL and checksum second."""
 
+import gzip
 import hashlib
 import os
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -20,6 +22,30 @@ def data_dir(override=None):
         if candidate.is_dir():
             return candidate
     return repository.parent / "shared" / "data"
+
+
+def decoded_line(line):
+    """``(text, None)`` for a line of bytes that is UTF-8, else ``(None, why not)``: the
+    one rule of every command that reads a user's file line by line."""
+    try:
+        return line.decode("utf-8"), None
+    except UnicodeDecodeError as error:
+        return None, f"not UTF-8 ({error.reason} at byte {error.start})"
+
+
+def utf8_lines(path, unreadable=None):
+    """The lines of a user's file, line ends kept (what ``open(path, newline="")``
+    reads). A line that is not UTF-8 is reported on stderr by its number, appended to
+    ``unreadable`` and read as an empty line: the rest of the file is read, and numbered,
+    as it is."""
+    with (gzip.open if Path(path).suffix == ".gz" else open)(path, "rb") as handle:
+        for number, line in enumerate(handle, 1):
+            text, problem = decoded_line(line)
+            if problem:
+                print(f"{path}, line {number}: {problem}; left out", file=sys.stderr)
+                if unreadable is not None:
+                    unreadable.append(number)
+            yield text or ""
 
 
 def local_file(relative, url, directory=None):

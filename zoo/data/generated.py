@@ -15,6 +15,8 @@ import datetime
 import random
 import sys
 
+from zoo.data import utf8_lines
+
 SPLITS = ("train", "validation", "test")
 
 
@@ -213,18 +215,19 @@ def splits(task, sizes, seed=0, **options):
     return result
 
 
-def read_tsv(path):
-    """(sources, targets) from a ``source <TAB> target`` file (no header)."""
+def read_tsv(path, unreadable=None):
+    """(sources, targets) from a ``source <TAB> target`` file (no header; ``unreadable``:
+    see ``zoo.data.utf8_lines``)."""
     sources, targets = [], []
-    with open(path, encoding="utf-8", newline="") as handle:
-        for number, row in enumerate(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
-            if not row or not "".join(row).strip():
-                continue
-            if len(row) != 2:
-                raise ValueError(f"{path}, line {number}: expected 2 tab-separated columns "
-                                 f"(input, expected output), found {len(row)}: {row!r:.80}")
-            sources.append(row[0])
-            targets.append(row[1])
+    lines = utf8_lines(path, unreadable)
+    for number, row in enumerate(csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) != 2:
+            raise ValueError(f"{path}, line {number}: expected 2 tab-separated columns "
+                             f"(input, expected output), found {len(row)}: {row!r:.80}")
+        sources.append(row[0])
+        targets.append(row[1])
     return sources, targets
 
 

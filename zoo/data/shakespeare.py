@@ -5,7 +5,7 @@ The split is by position: the first 90% trains, the next 5% validates, and the l
 """
 
 from zoo import data
-from zoo.data import local_file
+from zoo.data import local_file, utf8_lines
 
 FILE = "tinyshakespeare/input.txt"
 URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
@@ -13,9 +13,9 @@ SHA256 = "6f5553d5098e3579ce5a6c71cd406a4a83520b956641eaaed50c24ee6501777e"
 FRACTIONS = {"train": 0.90, "validation": 0.05, "test": 0.05}
 
 
-def read_text(path):
-    with open(path, encoding="utf-8", newline="") as handle:
-        return handle.read()
+def read_text(path, unreadable=None):
+    """The text of a file (``unreadable``: see ``zoo.data.utf8_lines``)."""
+    return "".join(utf8_lines(path, unreadable))
 
 
 def load(directory=None):

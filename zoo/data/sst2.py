@@ -18,7 +18,7 @@ import hashlib
 from pathlib import Path
 
 from zoo import data
-from zoo.data import local_file
+from zoo.data import local_file, utf8_lines
 
 URL = "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip"
 FILES = {"train": "sst2/train.tsv", "test": "sst2/dev.tsv"}
@@ -27,22 +27,22 @@ SHA256 = {"train": "dc4a10637729af71aeb11f573482b10031ba7ffe53159403599d06759e48
 LABELS = ("negative", "positive")
 
 
-def read_tsv(path):
-    """(sentences, labels 0/1) from a ``label <TAB> sentence`` file with that header."""
+def read_tsv(path, unreadable=None):
+    """(sentences, labels 0/1) from a ``label <TAB> sentence`` file with that header
+    (``unreadable``: see ``zoo.data.utf8_lines``)."""
     sentences, labels = [], []
-    with open(path, encoding="utf-8", newline="") as handle:
-        rows = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-        header = next(rows, None)
-        if header is None or [c.strip().lower() for c in header[:2]] != ["label", "sentence"]:
-            raise ValueError(f"{path}: expected the header 'label<TAB>sentence'; found {header!r}.")
-        for number, row in enumerate(rows, 2):
-            if not row or not "".join(row).strip():
-                continue
-            if len(row) != 2 or row[0].strip() not in ("0", "1"):
-                raise ValueError(f"{path}, line {number}: expected 'label<TAB>sentence' with "
-                                 f"label 0 or 1; found {row!r:.80}.")
-            labels.append(int(row[0]))
-            sentences.append(row[1])
+    rows = csv.reader(utf8_lines(path, unreadable), delimiter="\t", quoting=csv.QUOTE_NONE)
+    header = next(rows, None)
+    if header is None or [c.strip().lower() for c in header[:2]] != ["label", "sentence"]:
+        raise ValueError(f"{path}: expected the header 'label<TAB>sentence'; found {header!r}.")
+    for number, row in enumerate(rows, 2):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) != 2 or row[0].strip() not in ("0", "1"):
+            raise ValueError(f"{path}, line {number}: expected 'label<TAB>sentence' with "
+                             f"label 0 or 1; found {row!r:.80}.")
+        labels.append(int(row[0]))
+        sentences.append(row[1])
     return sentences, labels
 
 

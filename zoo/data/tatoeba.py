@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zoo import data
-from zoo.data import DATA_DIR_VARIABLE, data_dir
+from zoo.data import DATA_DIR_VARIABLE, data_dir, utf8_lines
 
 
 # The public download, and the sha256 of the TSV as this project trained on it.
@@ -64,19 +64,20 @@ def corpus_path(corpus, directory=None):
     return path
 
 
-def read_pairs(path):
-    """Pairs from a TSV file: English first, the other language second, rest ignored."""
+def read_pairs(path, unreadable=None):
+    """Pairs from a TSV file (gzip-compressed or not): English first, the other
+    language second, rest ignored (``unreadable``: see ``zoo.data.utf8_lines``)."""
     pairs = []
-    with open(path, encoding="utf-8", newline="") as handle:
-        for number, row in enumerate(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
-            if not row or not "".join(row).strip():
-                continue
-            if len(row) < 2:
-                raise ValueError(
-                    f"{path}, line {number}: expected at least 2 tab-separated columns "
-                    f"(English, other language), found {len(row)}: {row[0][:60]!r}"
-                )
-            pairs.append(Pair(row[0].strip(), row[1].strip()))
+    lines = utf8_lines(path, unreadable)
+    for number, row in enumerate(csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) < 2:
+            raise ValueError(
+                f"{path}, line {number}: expected at least 2 tab-separated columns "
+                f"(English, other language), found {len(row)}: {row[0][:60]!r}"
+            )
+        pairs.append(Pair(row[0].strip(), row[1].strip()))
     return pairs
 
 

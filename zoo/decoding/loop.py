@@ -123,7 +123,10 @@ def decode_stepwise(step_fn, state, strategy, batch_size, max_length, first_logi
     ``compiled_steps``: what ``loop_steps(step_fn, strategy, count)`` computes, compiled
     (called with and returning numpy arrays), ``count`` steps a call; without it, one step
     a call, the strategy's choice run eagerly (tens of milliseconds a step on TensorFlow).
+    ``max_length`` 0 yields nothing, as ``decode`` returns no token.
     """
+    if max_length < 1:
+        return
     step, tokens, search, state, memory = _first_step(
         step_fn, state, strategy, batch_size, max_length, None, False, first_logits, None, None)
     steps = compiled_steps or _several(step, strategy, 1)

@@ -80,6 +80,8 @@ class TFLiteTranslator:
         if sampling:
             temperature, seed, top_k, top_p = codec.check_translation_sampling(
                 beam_size, temperature, seed, top_k, top_p)
+        else:
+            codec.check_search_arguments(beam_size)  # every runtime's limit, then the file's
         translations = []
         for position, text in enumerate(texts):
             source_ids = self.encode(self.preprocessor.accepted_source(text, position))

@@ -31,9 +31,9 @@ import tensorflow as tf
 from zoo.export import model_kind
 from zoo.export.graph import without_cudnn
 from zoo.text.preprocessor import checked_texts, lookup_table
-from zoo.text.codec import EMPTY_PROMPT, MAX_GENERATION_LENGTH, MAX_TEXT_LENGTH
+from zoo.text.codec import (EMPTY_PROMPT, MAX_BEAM_SIZE, MAX_GENERATION_LENGTH,
+                            MAX_TEXT_LENGTH)
 
-MAX_BEAM_SIZE = 64
 VERSION = 1
 
 
@@ -44,7 +44,7 @@ def _serving_functions(model, codec):
         return {"translations": codec.decode(source_ids, ids)}
 
     def translate_beam(texts, beam_size):
-        with tf.control_dependencies(_beam_checks(beam_size)):
+        with tf.control_dependencies(beam_checks(beam_size)):
             source_ids = codec.encode(texts)
         # Beam 1 takes the greedy path, exactly as model.translate(beam_size=1) does.
         ids = tf.cond(
@@ -55,13 +55,7 @@ def _serving_functions(model, codec):
         return {"translations": codec.decode(source_ids, ids)}
 
     def translate_n_best(texts, beam_size, num_hypotheses):
-        checks = _beam_checks(beam_size) + [
-            tf.debugging.assert_greater_equal(
-                num_hypotheses, 1, message="num_hypotheses must be at least 1"),
-            tf.debugging.assert_less_equal(
-                num_hypotheses, beam_size, message="num_hypotheses must be at most beam_size"),
-        ]
-        with tf.control_dependencies(checks):
+        with tf.control_dependencies(n_best_checks(beam_size, num_hypotheses)):
             source_ids = codec.encode(texts)
         tokens, scores, _ = model.generate_hypotheses(source_ids, beam_size, num_hypotheses)
         # Decoded as B * n rows, each beside its own sentence's source.
@@ -71,7 +65,7 @@ def _serving_functions(model, codec):
         return {"translations": texts_out, "scores": scores}
 
     def translate_sample(texts, temperature, seed, top_k, top_p):
-        with tf.control_dependencies(_sampling_checks(temperature, seed, top_k, top_p)):
+        with tf.control_dependencies(sampling_checks(temperature, seed, top_k, top_p)):
             source_ids = codec.encode(texts)
         ids, _ = model.generate_samples(source_ids, temperature, seed, top_k, top_p)
         return {"translations": codec.decode(source_ids, ids)}
@@ -79,8 +73,14 @@ def _serving_functions(model, codec):
     return serving_default, translate_beam, translate_n_best, translate_sample
 
 
-def _sampling_checks(temperature, seed, top_k, top_p):
+# The checks of zoo.text.codec's rules in graph ops (InvalidArgumentError, which TF Serving
+# answers with 400 and the message); tests run them eagerly against the Python rules.
+
+def sampling_checks(temperature, seed, top_k, top_p):
     return [
+        # The rule of zoo.text.codec.check_temperature_and_seed: finite and >= 0 (inf would
+        # divide every logit to 0 and draw uniformly; NaN fails the second check).
+        tf.debugging.assert_all_finite(temperature, message="temperature must be finite"),
         tf.debugging.assert_non_negative(temperature, message="temperature must be >= 0"),
         tf.debugging.assert_non_negative(seed, message="seed must be >= 0"),
         tf.debugging.assert_non_negative(top_k, message="top_k must be >= 0 (0: no cut)"),
@@ -89,11 +89,32 @@ def _sampling_checks(temperature, seed, top_k, top_p):
     ]
 
 
-def _beam_checks(beam_size):
+def beam_checks(beam_size):
     return [
-        tf.debugging.assert_greater_equal(beam_size, 1, message="beam_size must be at least 1"),
+        tf.debugging.assert_greater_equal(beam_size, 1, message=f"beam_size must be an "
+                                          f"integer from 1 to {MAX_BEAM_SIZE}"),
+        tf.debugging.assert_less_equal(beam_size, MAX_BEAM_SIZE, message=f"beam_size must be "
+                                       f"an integer from 1 to {MAX_BEAM_SIZE}"),
+    ]
+
+
+def n_best_checks(beam_size, num_hypotheses):
+    return beam_checks(beam_size) + [
+        tf.debugging.assert_greater_equal(
+            num_hypotheses, 1, message="num_hypotheses must be at least 1"),
         tf.debugging.assert_less_equal(
-            beam_size, MAX_BEAM_SIZE, message=f"beam_size must be at most {MAX_BEAM_SIZE}"),
+            num_hypotheses, beam_size, message="num_hypotheses must be at most beam_size"),
+    ]
+
+
+def generation_checks(length, temperature, seed, top_k, top_p):
+    return [
+        tf.debugging.assert_less_equal(
+            length, MAX_GENERATION_LENGTH,
+            message=f"length must be an integer from 0 to {MAX_GENERATION_LENGTH:,}"),
+        tf.debugging.assert_non_negative(
+            length, message=f"length must be an integer from 0 to {MAX_GENERATION_LENGTH:,}"),
+        *sampling_checks(temperature, seed, top_k, top_p),
     ]
 
 
@@ -132,11 +153,7 @@ def _language_model_endpoints(model):
         checks = [
             tf.debugging.assert_non_negative(
                 ids, message="the prompt contains characters this model was not trained on"),
-            tf.debugging.assert_less_equal(
-                length, MAX_GENERATION_LENGTH,
-                message=f"length must be from 0 to {MAX_GENERATION_LENGTH}"),
-            tf.debugging.assert_non_negative(length, message="length must be from 0"),
-            *_sampling_checks(temperature, seed, top_k, top_p),
+            *generation_checks(length, temperature, seed, top_k, top_p),
         ]
         with tf.control_dependencies(checks):
             generated = model.generate_ids(ids[None], length, temperature, seed, top_k, top_p)

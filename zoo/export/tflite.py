@@ -36,7 +36,7 @@ from zoo._startup import CONVERSION_NOISE, native_stderr_without
 from zoo.export import (QUANTIZATIONS, TFLITE_CLASSIFIER_FORMAT, TFLITE_CONFIG_FORMAT,
                         TFLITE_LANGUAGE_MODEL_FORMAT, model_kind)
 from zoo.export.graph import without_cudnn
-from zoo.text.codec import MAX_TEXT_LENGTH
+from zoo.text.codec import MAX_BEAM_SIZE, MAX_TEXT_LENGTH
 
 SIGNATURES = ("greedy", "beam")
 
@@ -176,8 +176,11 @@ def export_tflite(model, directory, name, quantize=None, beam_size=5):
             f"Unknown quantization {quantize!r}; accepted: {', '.join(QUANTIZATIONS)} "
             "(or none)."
         )
-    if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 2:
-        raise ValueError(f"beam_size must be an integer of at least 2; received {beam_size!r}.")
+    # The beam signature is for widths over 1 (greedy has its own), to every runtime's limit.
+    if (not isinstance(beam_size, int) or isinstance(beam_size, bool)
+            or not 2 <= beam_size <= MAX_BEAM_SIZE):
+        raise ValueError(f"beam_size must be an integer from 2 to {MAX_BEAM_SIZE}; received "
+                         f"{beam_size!r}.")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     flatbuffer = convert(model, beam_size, quantize)

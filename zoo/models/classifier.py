@@ -13,7 +13,7 @@ import numpy as np
 from keras import ops
 
 import zoo.layers
-from zoo import backend, presets
+from zoo import backend, inspection, presets
 from zoo.text import codec, tokenizers
 from zoo.text.preprocessor import ClassifierPreprocessor
 from zoo.text.vocabulary import PAD_ID
@@ -129,6 +129,7 @@ class TextClassifier(presets.FromPreset, keras.Model):
     def probabilities(self, texts, batch_size=256):
         """``[len(texts), labels]`` softmax probabilities."""
         texts = codec.text_list(texts)
+        codec.check_count("batch_size", batch_size)
         if self._predict_function is None:
             object.__setattr__(self, "_predict_function", backend.compile_function(
                 lambda ids: ops.softmax(self(ids), axis=-1), self.variables))
@@ -137,3 +138,35 @@ class TextClassifier(presets.FromPreset, keras.Model):
             ids = self._require_preprocessor().encode(texts[start : start + batch_size])
             rows.append(self._predict_function(np.asarray(ids, np.int32)))
         return np.concatenate(rows)
+
+    def inspect(self, text):
+        """The two LSTM directions' states and gate activations at each word of ``text``
+        (``zoo.inspection``), each read from the zero state as ``call`` reads them.
+
+        Returns ``{"tokens": the words read (lower-cased as the model reads them; an
+        unknown word is read as ``[UNK]``), "layers": [trace of "encoder/forward", trace of
+        "encoder/backward"]}``, a trace ``{"name", "cell", "states": {"h", "c"}, "gates":
+        {"i", "f", "c~", "o"}}`` of ``[words, units]`` float32 arrays; the backward
+        direction's step k is word k too.
+
+        Raises:
+            TypeError: ``text`` is not a string.
+            ValueError: it is longer than ``zoo.text.codec.MAX_TEXT_LENGTH`` or has no
+                words (empty, blank).
+        """
+        text = inspection.checked_text(text)
+        preprocessor = self._require_preprocessor()
+        words = inspection.require_tokens(text, preprocessor.words(text))
+        ids = preprocessor.vocabulary.encode(words)
+        records = inspection.compiled(self, self._inspected_steps)(np.asarray([ids], np.int32))
+        layers = (("encoder/forward", self.encoder.forward_layer),
+                  ("encoder/backward", self.encoder.backward_layer))
+        return {"tokens": [preprocessor.vocabulary.tokens[i] for i in ids],
+                "layers": [inspection.trace(layer.cell, record, name)
+                           for (name, layer), record in zip(layers, records)]}
+
+    def _inspected_steps(self, ids):
+        """``inspection.recorded_steps`` of the forward, then the backward direction."""
+        embedded = self.embedding(ids)
+        return [inspection.layer_steps(self.encoder.forward_layer, embedded),
+                inspection.layer_steps(self.encoder.backward_layer, embedded)]

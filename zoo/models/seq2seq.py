@@ -320,15 +320,8 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         checked, to draw each translation (a text's draws depend on its index in
         ``texts``, not on the batch it falls in)."""
         texts = codec.text_list(texts)
-        for name, value in (("beam_size", beam_size), ("max_length", max_length),
-                            ("num_hypotheses", num_hypotheses)):
-            if value is None and name != "beam_size":
-                continue  # max_length: the model's max_output_length
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; received {value!r}.")
-        if num_hypotheses is not None and num_hypotheses > beam_size:
-            raise ValueError(f"num_hypotheses must be at most beam_size ({beam_size}): a beam "
-                             f"holds that many hypotheses; received {num_hypotheses}.")
+        # max_length None: the model's max_output_length
+        codec.check_search_arguments(beam_size, max_length, num_hypotheses, batch_size)
         preprocessor = self._require_preprocessor()
         texts = [preprocessor.accepted_source(text, position) for position, text in enumerate(texts)]
         search = self._search(beam_size, max_length or self.max_output_length, return_attention,

@@ -15,6 +15,46 @@ MAX_TEXT_LENGTH = 2_000
 EMPTY_PROMPT = "\n"
 
 
+# The widest beam in every runtime (Python, CLI, SavedModel signatures, demo). Beam search
+# keeps beam_size rows per sentence and compares beam_size * vocabulary scores each step:
+# 64 is many times what translation quality gains from (the presets' length penalties are
+# tuned at 5, docs/benchmarks.md) and keeps one call's memory bounded (docs/bad_input.md).
+MAX_BEAM_SIZE = 64
+# The most tokens a translation may have (``translate(max_length=...)``, ``--max-length``)
+# and the most a translator's config may set as its ``max_output_length``: the decoding
+# buffers are [batch * beam, max_length] and a translation stops at 2 * source tokens + 10
+# anyway (zoo.models.seq2seq.output_limits), so more than 1,024 only costs memory.
+MAX_OUTPUT_LENGTH = 1_024
+
+
+def _is_integer(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_count(name, value, most=None):
+    """``value`` if it is an integer from 1 to ``most`` (no bound for None), else a
+    ValueError saying what was received and what is accepted."""
+    if not _is_integer(value) or value < 1 or (most is not None and value > most):
+        accepted = "a positive integer" if most is None else f"an integer from 1 to {most:,}"
+        raise ValueError(f"{name} must be {accepted}; received {value!r}.")
+    return value
+
+
+def check_search_arguments(beam_size, max_length=None, num_hypotheses=None, batch_size=1):
+    """The arguments of a translation's search, or a clear error for a bad one (the same
+    rule in every runtime: the SavedModel's signatures check the same bounds in graph
+    ops)."""
+    check_count("beam_size", beam_size, MAX_BEAM_SIZE)
+    if max_length is not None:
+        check_count("max_length", max_length, MAX_OUTPUT_LENGTH)
+    if num_hypotheses is not None:
+        check_count("num_hypotheses", num_hypotheses, MAX_BEAM_SIZE)
+        if num_hypotheses > beam_size:
+            raise ValueError(f"num_hypotheses must be at most beam_size ({beam_size}): a beam "
+                             f"holds that many hypotheses; received {num_hypotheses}.")
+    check_count("batch_size", batch_size)
+
+
 def check_text_length(text, position=0):
     if len(text) > MAX_TEXT_LENGTH:
         raise ValueError(f"Text {position} has {len(text):,} characters; the most is "
@@ -51,7 +91,10 @@ def prompt_text(prompt):
 
 # -- character language models ---------------------------------------------------------
 
-MAX_GENERATION_LENGTH = 100_000
+# The most characters one generation call writes: a few pages, under 40 s for the
+# shipped language models on one core of an AMD EPYC (docs/bad_input.md); 100,000 took
+# over 4 minutes, which a server's request should not.
+MAX_GENERATION_LENGTH = 10_000
 
 
 def character_ids(text, index, characters):
@@ -68,9 +111,8 @@ def character_ids(text, index, characters):
 def check_generation_arguments(length, temperature, seed):
     """``(length, float temperature, seed)`` (a random seed for None), or a clear error
     for a bad argument."""
-    if (not isinstance(length, int) or isinstance(length, bool)
-            or not 0 <= length <= MAX_GENERATION_LENGTH):
-        raise ValueError(f"length must be an integer from 0 to {MAX_GENERATION_LENGTH}; "
+    if not _is_integer(length) or not 0 <= length <= MAX_GENERATION_LENGTH:
+        raise ValueError(f"length must be an integer from 0 to {MAX_GENERATION_LENGTH:,}; "
                          f"received {length!r}.")
     return (length, *check_temperature_and_seed(temperature, seed))
 

@@ -84,13 +84,15 @@ class TranslationPreprocessor:
     # -- learning the vocabularies ------------------------------------------------------
     @classmethod
     def train(cls, sources, targets, source_language, target_language, source_size,
-              target_size, max_source_length=64, **task_rules):
-        """Piece vocabularies learned from training pairs only (``wordpiece.train_pieces``);
+              target_size, max_source_length=64, min_character_count=1, **task_rules):
+        """Piece vocabularies learned from training pairs only (``wordpiece.train_pieces``:
+        characters seen fewer than ``min_character_count`` times read as ``[UNK]``);
         ``task_rules``: ``input_rules``, ``accepted_input``, ``output_format``."""
         vocabularies = [
             Vocabulary(wordpiece.train_pieces(
                 [tokenizers.tokenize(text, language) for text in texts], size, SPECIAL_TOKENS,
-                single_characters=single_characters(texts, language)))
+                single_characters=single_characters(texts, language),
+                min_character_count=min_character_count))
             for texts, language, size in ((sources, source_language, source_size),
                                           (targets, target_language, target_size))
         ]
@@ -140,10 +142,28 @@ class TranslationPreprocessor:
         return pad_batch([self.source_vocabulary.encode(self.source_pieces(t)) for t in texts])
 
     def source_rows(self, texts):
-        return [self.source_vocabulary.encode(self.source_pieces(t)) for t in texts]
+        """The source ids of each text (``source_pieces``), unpadded."""
+        return self._rows(texts, self.source_words, self.source_vocabulary,
+                          self.max_source_length)
 
     def target_rows(self, texts):
-        return [self.target_vocabulary.encode(self.target_pieces(t)) for t in texts]
+        """The ids of each reference translation (``target_pieces``), unpadded."""
+        return self._rows(texts, lambda text: tokenizers.tokenize(text, self.target_language),
+                          self.target_vocabulary)
+
+    def _rows(self, texts, words_of, vocabulary, limit=None):
+        # Each distinct word is split into pieces once: a corpus of millions of
+        # sentences repeats its words, and the split is the slow part in Python.
+        ids_of_word, rows = {}, []
+        for text in texts:
+            row = []
+            for word in words_of(text):
+                ids = ids_of_word.get(word)
+                if ids is None:
+                    ids = ids_of_word[word] = vocabulary.encode(self.pieces([word], vocabulary))
+                row += ids
+            rows.append(row[:limit])
+        return rows
 
     def encode_targets(self, texts):
         """(decoder inputs ``[START] y``, decoder targets ``y [END]``), padded, int32."""
@@ -433,6 +453,25 @@ def checked_texts(texts):
         return tf.identity(texts)
 
 
+def tf_lower(texts):
+    """Python's ``str.lower`` in graph ops, for a 1-D string tensor.
+
+    ``tf.strings.lower(..., encoding="utf-8")`` reads a text as a C string and drops
+    everything from its first NUL character (``"great\\x00 awful"`` -> ``"great"``), where
+    Python lower-cases the whole text and keeps the NUL: each part between NULs is
+    lower-cased alone and the parts joined back, each but the last followed by a NUL (a
+    tensor: the ``separator`` of ``reduce_join`` is read as a C string too).
+    """
+    import tensorflow as tf
+
+    parts = tf.strings.split(texts, sep="\x00")
+    lengths = parts.row_lengths()
+    last = tf.equal(tf.ragged.range(lengths).flat_values, tf.repeat(lengths - 1, lengths))
+    nul = tf.where(last, tf.constant(""), tf.constant("\x00"))
+    lowered = tf.strings.join([tf.strings.lower(parts.flat_values, encoding="utf-8"), nul])
+    return tf.strings.reduce_join(parts.with_flat_values(lowered), axis=-1)
+
+
 class ClassifierPreprocessor:
     """Text -> word ids for a classifier: optional lower-casing, the language's word
     rules, a cut to ``max_length`` words, a whole-word vocabulary.
@@ -513,7 +552,7 @@ class GraphClassifierPreprocessor:
 
         texts = checked_texts(texts)
         if self.preprocessor.lowercase:
-            texts = tf.strings.lower(texts, encoding="utf-8")
+            texts = tf_lower(texts)
         words = tokenizers.tf_tokenize(texts, self.preprocessor.language)
         ids = tf_padded(tf.cast(tf.ragged.map_flat_values(
             self.table.lookup, words[:, : self.preprocessor.max_length]), tf.int32))

@@ -23,6 +23,8 @@ stock TF Serving: no tensorflow-text). Tests check that both, and HF's own encod
 give the same pieces.
 """
 
+import collections
+
 CONTINUATION = "##"
 # Longer words become one [UNK] (BERT's max_input_chars_per_word): a guard against
 # pathological input, far beyond any word of the corpora.
@@ -81,30 +83,36 @@ def join_pieces(pieces):
     return words
 
 
-def train_pieces(words, vocabulary_size, reserved, single_characters=()):
+def train_pieces(words, vocabulary_size, reserved, single_characters=(), min_character_count=1):
     """Vocabulary entries learned from ``words`` (a list of lists of training words)
     with HF ``tokenizers``' WordPiece trainer; ``reserved`` (the special tokens) come
-    first. Every character seen is added as a word start and, unless it is in
-    ``single_characters`` (characters the word rules always split off alone, such as
-    Han characters), also as a continuation piece, so every word can be spelled."""
+    first. Every character seen at least ``min_character_count`` times is added as a
+    word start and, unless it is in ``single_characters`` (characters the word rules
+    always split off alone, such as Han characters), also as a continuation piece, so
+    every word made of them can be spelled; rarer characters read as ``[UNK]`` (on a
+    corpus of millions of subtitles, thousands of characters are seen a few times)."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    counts = collections.Counter(c for sentence in words for word in sentence for c in word)
+    characters = sorted(c for c, count in counts.items() if count >= min_character_count)
 
     tokenizer = Tokenizer(models.WordPiece(unk_token=reserved[1],
                                            continuing_subword_prefix=CONTINUATION,
                                            max_input_chars_per_word=MAX_WORD_CHARACTERS))
     # The words are already split by zoo's rules; a space never occurs inside one.
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    rare_left_out = {"limit_alphabet": len(characters)} if min_character_count > 1 else {}
     trainer = trainers.WordPieceTrainer(
         vocab_size=vocabulary_size, min_frequency=1, special_tokens=list(reserved),
-        continuing_subword_prefix=CONTINUATION, show_progress=False)
+        continuing_subword_prefix=CONTINUATION, show_progress=False, **rare_left_out)
     tokenizer.train_from_iterator((" ".join(sentence) for sentence in words), trainer)
     # Sorted, so that the same pieces get the same ids (greedy longest match does not
     # depend on their order). The trainer numbers its continuation pieces in hash-map
     # order, which differs from run to run, and breaks ties between merges of equal
     # counts by those numbers: two runs on the same words can still learn a few
     # different pieces (huggingface/tokenizers#1794, fix open in #2066).
-    entries = sorted(token for token in tokenizer.get_vocab() if token not in reserved)
-    characters = sorted({c for sentence in words for word in sentence for c in word})
+    entries = sorted(token for token in tokenizer.get_vocab() if token not in reserved
+                     and all(counts[c] >= min_character_count for c in token.removeprefix(CONTINUATION)))
     present = set(entries)
     for character in characters:
         for entry in (character, CONTINUATION + character):

@@ -4,22 +4,28 @@ import numpy as np
 
 from zoo.training.loop import EpochData
 
+CHUNK_BATCHES = 50  # examples are sorted by length within chunks of this many batches
 
-def bucketed_dataset(indices, length_of, batch_of, output_signature, batch_size, shuffle, seed=0):
-    """An ``EpochData`` of the examples ``indices`` in batches of similar length.
 
-    Sorting by length inside shuffled chunks keeps padding low without making every
-    epoch see the batches in the same order; ``batch_of(indices)`` builds one batch.
-    """
-    rng = np.random.default_rng(seed)
-    order = np.array(indices)
-    if shuffle:
-        order = rng.permutation(order)
-    chunk = batch_size * 50
+def length_sorted_batches(order, length_of, batch_size):
+    """``order`` cut into batches of similar length: sorting inside chunks keeps padding
+    low without making every epoch see the batches in the same order."""
+    chunk = batch_size * CHUNK_BATCHES
     batches = []
     for start in range(0, len(order), chunk):
         part = sorted(order[start : start + chunk], key=length_of)
         batches += [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
+    return batches
+
+
+def bucketed_dataset(indices, length_of, batch_of, output_signature, batch_size, shuffle, seed=0):
+    """An ``EpochData`` of the examples ``indices`` in batches of similar length
+    (``length_sorted_batches``); ``batch_of(indices)`` builds one batch."""
+    rng = np.random.default_rng(seed)
+    order = np.array(indices)
+    if shuffle:
+        order = rng.permutation(order)
+    batches = length_sorted_batches(order, length_of, batch_size)
 
     def batches_of_pass(index):
         order = range(len(batches))
@@ -32,3 +38,29 @@ def bucketed_dataset(indices, length_of, batch_of, output_signature, batch_size,
             yield batch_of(batches[i])
 
     return EpochData(batches_of_pass, len(batches), output_signature)
+
+
+def mixed_dataset(groups, length_of, batch_of, output_signature, batch_size, seed=0):
+    """An ``EpochData`` whose every pass draws from each group of examples by its weight.
+
+    ``groups``: ``[(indices, weight)]``; a pass takes every example of a group
+    ``int(weight)`` times and a random ``weight % 1`` share of them once more, drawn
+    anew for each pass from ``(seed, pass)``, so that a resumed run draws what an
+    uninterrupted one would. Every pass has the same number of examples, hence of batches.
+    """
+    groups = [(np.asarray(indices), weight) for indices, weight in groups]
+    shares = [(int(weight), round((weight % 1) * len(indices))) for indices, weight in groups]
+    examples = sum(len(indices) * whole + part for (indices, _), (whole, part) in zip(groups, shares))
+    count = len(length_sorted_batches(range(examples), lambda i: 0, batch_size))
+
+    def batches_of_pass(index):
+        rng = np.random.default_rng([seed, index])
+        drawn = [np.tile(indices, whole) for (indices, _), (whole, _) in zip(groups, shares)]
+        drawn += [rng.choice(indices, part, replace=False)
+                  for (indices, _), (_, part) in zip(groups, shares) if part]
+        batches = length_sorted_batches(rng.permutation(np.concatenate(drawn)), length_of,
+                                        batch_size)
+        for i in rng.permutation(len(batches)):
+            yield batch_of(batches[i])
+
+    return EpochData(batches_of_pass, count, output_signature)

@@ -144,11 +144,13 @@ class ClassificationTask(Task):
 
     @staticmethod
     def evaluate_file(model, metadata, path, beam_size=1, batch_size=64):
-        sentences, labels = sst2.read_tsv(path)
+        unreadable = []
+        sentences, labels = sst2.read_tsv(path, unreadable)
         if not sentences:
             raise ValueError(f"{path} holds no sentences.")
         value = accuracy(model, sentences, labels)
-        return ({"metric": "accuracy", "value": value, "examples": len(sentences)},
+        return ({"metric": "accuracy", "value": value, "examples": len(sentences),
+                 "unreadable_lines": len(unreadable)},
                 [f"accuracy {value}% on {len(sentences)} sentences"])
 
 

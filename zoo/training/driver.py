@@ -14,7 +14,6 @@ the distribution strategy and the checkpoints come in ``loop.Options``.
 
 import json
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import keras
 import numpy as np
 
 from zoo import presets
+from zoo.files import staging_folder
 from zoo.training import callbacks, loop, recipes, shipping
 from zoo.training.classification import ClassificationTask
 from zoo.training.language_model import LanguageModelTask
@@ -115,7 +115,7 @@ def _text_pipeline(task, splits, options):
         return task.preprocessor_class.load(folder)
     preprocessor = task.build_preprocessor(splits)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".text-", dir=folder.parent))
+    staging = staging_folder(folder.parent, prefix=".text-")
     preprocessor.save(staging)
     (staging / RUN_FILE).write_text(json.dumps(run), encoding="utf-8")
     shutil.rmtree(folder, ignore_errors=True)

@@ -162,9 +162,11 @@ class LanguageModelTask(Task):
 
     @staticmethod
     def evaluate_file(model, metadata, path, beam_size=1, batch_size=64):
-        result = score(model, shakespeare.read_text(path))
+        unreadable = []
+        result = score(model, shakespeare.read_text(path, unreadable))
         return ({"metric": "nats_per_char", "value": result["nats_per_char"],
-                 "examples": result["characters"], "bits_per_char": result["bits_per_char"]},
+                 "examples": result["characters"], "bits_per_char": result["bits_per_char"],
+                 "unreadable_lines": len(unreadable)},
                 [f"{result['nats_per_char']} nats/char ({result['bits_per_char']} bits/char) "
                  f"over {result['characters']:,} characters"])
 

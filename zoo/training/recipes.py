@@ -71,6 +71,11 @@ class TranslationRecipe(Recipe):
     # A preset (name or directory) whose text pipeline and weights training starts from:
     # a fine-tune; the recipe's architecture must be the preset's.
     initial_preset: str | None = None
+    # {corpus: weight}: the training data as a mix of Tatoeba ("tatoeba": the recipe's
+    # corpus) and the parallel corpora (zoo.data.parallel.CORPORA); a weight is how many
+    # times an epoch takes each pair (0.25: a quarter of them, another quarter each epoch).
+    # Validation adds the language's real-text validation sets (parallel.EVALUATION_SETS).
+    mix: dict | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -189,8 +194,22 @@ def _check_guided_alignment(value, where):
                           f"{json.dumps(weight)}.")
 
 
+def _check_mix(value, where):
+    """``{corpus: weight}``: known corpora, positive weights."""
+    from zoo.data import parallel
+
+    known = ("tatoeba", *parallel.CORPORA)
+    for name, weight in value.items():
+        if name not in known:
+            raise RecipeError(f"{where} names an unknown corpus {name!r}; known: "
+                              f"{', '.join(known)}.")
+        if not _is_of(weight, float) or not weight > 0:
+            raise RecipeError(f"{where}: the weight of {name!r} must be a positive number; "
+                              f"received {json.dumps(weight)}.")
+
+
 # Checks of values that a type and a list of accepted values cannot say.
-VALUE_CHECKS = {"guided_alignment": _check_guided_alignment}
+VALUE_CHECKS = {"guided_alignment": _check_guided_alignment, "mix": _check_mix}
 
 
 def _is_of(value, expected):

@@ -49,8 +49,8 @@ def card_training_lines(metadata, sizes_key):
         "## Training",
         "",
         f"- command: `{training['command']}`",
-        f"- data: {data.get('file') or data['generator']} ({data[sizes_key]}); split "
-        f"{data['split']}",
+        f"- data: {data.get('file') or data.get('generator') or 'the mix above'} "
+        f"({data[sizes_key]}); split {data['split']}",
         f"- epochs: {training['epochs_run']} (best {training['best_epoch']}), wall time "
         f"{training['wall_time_seconds'] / 60:.0f} min on {training['machine']}",
         f"- weights stored as {metadata['weights_dtype']}; file size "

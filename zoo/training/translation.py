@@ -16,12 +16,12 @@ from tqdm import tqdm
 
 import zoo.models
 from zoo import _startup, evaluation, presets
-from zoo.data import generated, tatoeba, written_by_hand
+from zoo.data import generated, parallel, tatoeba, written_by_hand
 from zoo.models.losses import SmoothedCrossentropy
 from zoo.text import END_ID, START_ID, TranslationPreprocessor, Vocabulary, tokenize
 from zoo.text.vocabulary import pad_batch
 from zoo.training import alignment, recipes, shipping
-from zoo.training.batches import bucketed_dataset
+from zoo.training.batches import bucketed_dataset, mixed_dataset
 from zoo.training.loop import Ids
 from zoo.training.optimizer import adam
 from zoo.training.task import Task
@@ -41,11 +41,12 @@ def pair_sides(pairs, source_language):
 
 
 def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, seed=0,
-                 links=None):
+                 links=None, mix=None):
     """Batches ``((source, [START] target), target [END])``, bucketed by length; with
     ``links`` (per pair, ``(target piece, source piece)`` pairs: ``alignment``), the
     inputs also hold them as a 0/1 array ``[batch, target + 1, source]`` (the [END]
-    row has none)."""
+    row has none). ``mix`` (``[(pairs, weight)]``, consecutive parts of the pairs): each
+    epoch draws each part by its weight (``batches.mixed_dataset``)."""
     source_rows = model.preprocessor.source_rows(sources)
     target_rows = model.preprocessor.target_rows(targets)
     keep = [
@@ -67,14 +68,20 @@ def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, 
 
     spec = Ids()
     inputs = (spec, spec) if links is None else (spec, spec, Ids(rank=3))
-    return bucketed_dataset(keep, lambda i: len(target_rows[i]), batch_of, (inputs, spec),
-                            batch_size, shuffle, seed)
+    length_of = lambda i: len(target_rows[i])  # noqa: E731
+    if mix:
+        kept, groups, start = np.array(keep), [], 0
+        for size, weight in mix:
+            groups.append((kept[(kept >= start) & (kept < start + size)], weight))
+            start += size
+        return mixed_dataset(groups, length_of, batch_of, (inputs, spec), batch_size, seed)
+    return bucketed_dataset(keep, length_of, batch_of, (inputs, spec), batch_size, shuffle, seed)
 
 
-def read_pairs_file(model, path):
+def read_pairs_file(model, path, unreadable=None):
     """A user's TSV of pairs, English first, as (sources, references) in the model's
-    direction."""
-    return pair_sides(tatoeba.read_pairs(path), model.source_language)
+    direction (``unreadable``: see ``zoo.data.utf8_lines``)."""
+    return pair_sides(tatoeba.read_pairs(path, unreadable), model.source_language)
 
 
 def tsv_dataset(model, path, batch_size=64, shuffle=True):
@@ -133,6 +140,20 @@ def score_translations(model, sources, references, beam_size=1, metric="bleu"):
     }, hypotheses
 
 
+def score_real_text(model, sources, references, known_words, printer, name, beam_size=5):
+    """``evaluation.real_text_scores`` of a real-text test set (beam 5), and the outputs
+    with a word found in no training text (``known_words``)."""
+    hypotheses = model.translate(sources, beam_size=beam_size, check_outputs=False)
+    result = evaluation.real_text_scores(sources, hypotheses, references, model.source_language,
+                                         model.target_language)
+    result["made_up_words"] = evaluation.made_up_words(hypotheses, known_words,
+                                                       model.target_language)
+    printer(f"test {name}, beam {beam_size}: chrF {result['chrf']}, BLEU {result['bleu']}, "
+            f"length ratio {result['length_ratio']}, made-up words in "
+            f"{result['made_up_words']['percent']}% of outputs")
+    return result
+
+
 def choose_length_penalty(model, sources, references, candidates=LENGTH_PENALTIES, beam_size=5,
                           metric="bleu"):
     """The GNMT alpha that scores best on the validation split (never the test split)."""
@@ -186,12 +207,67 @@ class TranslationTask(Task):
     def read_splits(self):
         if self.tfds_name:
             return _tfds_splits(self.tfds_name)
+        if self.recipe.mix and not self.data_file:
+            return {"train": self.mixed_training_pairs(), **self.evaluation_splits()}
         if self.data_file:
             pairs = tatoeba.read_pairs(self.data_file)
         else:
             pairs = tatoeba.load(self.recipe.corpus, self.data_dir)
         return {name: pair_sides(subset, self.recipe.source_language)
                 for name, subset in tatoeba.split(pairs).items()}
+
+    # -- a mix of corpora (``recipe.mix``) ----------------------------------------------
+    @property
+    def other_language(self):
+        """The language paired with English."""
+        recipe = self.recipe
+        return recipe.target_language if recipe.source_language == "en" else recipe.source_language
+
+    @functools.cached_property
+    def _tatoeba_splits(self):
+        return tatoeba.split(tatoeba.load(self.recipe.corpus, self.data_dir))
+
+    def _real_text_sets(self, role):
+        return parallel.evaluation_sets(self.other_language, role, self.data_dir)
+
+    def evaluation_splits(self):
+        """Validation and test without the training corpora: for a mix, validation adds
+        the language's real-text validation sets to Tatoeba's; the test stays Tatoeba's
+        (the real-text tests are scored apart: ``real_text_tests``)."""
+        if not self.recipe.mix or self.data_file:
+            splits = self.read_splits()
+            return {name: splits[name] for name in ("validation", "test")}
+        validation = self._tatoeba_splits["validation"] + [
+            pair for pairs in self._real_text_sets("validation").values() for pair in pairs]
+        return {"validation": pair_sides(validation, self.recipe.source_language),
+                "test": pair_sides(self._tatoeba_splits["test"], self.recipe.source_language)}
+
+    def real_text_tests(self):
+        """``{name: (sources, references)}``: the real-text test sets of the language."""
+        return {name: pair_sides(pairs, self.recipe.source_language)
+                for name, pairs in self._real_text_sets("test").items()}
+
+    def mixed_training_pairs(self):
+        """The training pairs of the mix, corpus after corpus in the recipe's order; none
+        shares a sentence with Tatoeba's validation and test splits or a real-text set.
+        ``mix_sizes`` records each corpus's share."""
+        held_out = self._tatoeba_splits["validation"] + self._tatoeba_splits["test"] + [
+            pair for role in ("validation", "test")
+            for pairs in self._real_text_sets(role).values() for pair in pairs]
+        corpora = parallel.training_pairs([n for n in self.recipe.mix if n != "tatoeba"],
+                                          self.other_language, held_out, self.data_dir)
+        corpora["tatoeba"] = self._tatoeba_splits["train"]
+        self.mix_sizes = {name: len(corpora[name]) for name in self.recipe.mix}
+        self.printer("training mix: " + ", ".join(
+            f"{name} {size:,} pairs x {self.recipe.mix[name]}" for name, size in self.mix_sizes.items()))
+        pairs = [pair for name in self.recipe.mix for pair in corpora[name]]
+        return pair_sides(pairs, self.recipe.source_language)
+
+    def _mix_parts(self):
+        """``[(pairs, weight)]`` of the training split, for ``make_dataset``."""
+        if not self.recipe.mix or self.data_file:
+            return None
+        return [(self.mix_sizes[name], weight) for name, weight in self.recipe.mix.items()]
 
     @functools.cached_property
     def initial_preset(self):
@@ -223,9 +299,9 @@ class TranslationTask(Task):
         max_source_length = recipe.model_config.get("max_source_length", 64)
         task_rules = generated.TEXT_RULES.get(recipe.corpus, {})
         if settings.get("subwords", False):
-            return TranslationPreprocessor.train(*splits["train"], *languages,
-                                                 settings["source_size"], settings["target_size"],
-                                                 max_source_length, **task_rules)
+            return TranslationPreprocessor.train(
+                *splits["train"], *languages, settings["source_size"], settings["target_size"],
+                max_source_length, settings.get("min_character_count", 1), **task_rules)
         source, target = (
             Vocabulary.build([tokenize(t, language) for t in texts], settings.get("min_count", 2))
             for language, texts in zip(languages, splits["train"])
@@ -249,7 +325,8 @@ class TranslationTask(Task):
         links = (alignment.training_links(model.preprocessor, *splits["train"], self.printer)
                  if self.recipe.guided_alignment else None)
         return (make_dataset(model, *splits["train"], batch_size, shuffle=True,
-                             max_tokens=self.recipe.max_train_tokens, seed=seed, links=links),
+                             max_tokens=self.recipe.max_train_tokens, seed=seed, links=links,
+                             mix=self._mix_parts()),
                 make_dataset(model, *splits["validation"], batch_size, shuffle=False))
 
     def training_view(self, model):
@@ -286,7 +363,15 @@ class TranslationTask(Task):
                                                   self.printer),
             "length_penalty": model.length_penalty,
             "weights_dtype": recipe.weights_dtype,
+            **self.terms(),
         }
+
+    def terms(self):
+        """``{"terms": ...}`` where a corpus of the mix restricts the preset's use (TVsub:
+        CC BY-NC-ND 4.0, non-commercial); ``zoo list``, ``zoo info`` and the card say it."""
+        restrictions = [f"{name}: {parallel.CORPORA[name].terms}" for name in self.recipe.mix or ()
+                        if name in parallel.CORPORA and parallel.CORPORA[name].terms]
+        return {"terms": "; ".join(restrictions)} if restrictions else {}
 
     def initial_preset_record(self):
         """What the metadata's training record says of the preset a fine-tune started
@@ -298,6 +383,8 @@ class TranslationTask(Task):
                                    "weights_sha256": files[presets.WEIGHTS_FILE]}}
 
     def data_description(self, splits):
+        if self.recipe.mix and not self.data_file:
+            return self.mix_description(splits)
         if self.recipe.corpus.startswith("tfds:"):
             source = {"file": self.recipe.corpus, "split": "the dataset's own splits"}
         elif self.data_file:
@@ -314,7 +401,50 @@ class TranslationTask(Task):
             "pairs": self.split_sizes(splits),
         }
 
+    def training_summary(self, history):
+        return {**super().training_summary(history),
+                "validation_loss_by_epoch": [round(float(v), 4) for v in history["val_loss"]]}
+
+    def mix_description(self, splits):
+        """The metadata's ``data`` of a mix: each corpus with its source, licence, pairs
+        kept and weight; the validation and test sets."""
+        info = tatoeba.CORPORA[self.recipe.corpus]
+        tatoeba_source = {"file": f"tatoeba/{info['file']}", "url": info["url"],
+                          "sha256": info["sha256"], "domain": "textbook sentences (Tatoeba)",
+                          "licence": "CC-BY 2.0 (France), Tatoeba contributors"}
+        corpora = {name: {**(tatoeba_source if name == "tatoeba" else parallel.describe(name)),
+                          "pairs": self.mix_sizes[name], "weight": weight}
+                   for name, weight in self.recipe.mix.items()}
+        real_text = {name: {"corpus": corpus, "lines": [start, end]} for name, (corpus, start, end)
+                     in parallel.EVALUATION_SETS.get(self.other_language, {}).items()}
+        return {
+            "mix": corpora,
+            "filters": {"max_english_words": parallel.MAX_WORDS,
+                        "length_ratio": [parallel.LENGTH_RATIO, parallel.LENGTH_SLACK],
+                        "rule": "zoo.data.parallel.keep_pair; duplicates and pairs sharing a "
+                                "sentence with a validation or test set dropped"},
+            "split": "Tatoeba: groups of pairs sharing a sentence on either side, 90/5/5 by "
+                     "hash (zoo.data.tatoeba.split); validation adds the real-text validation "
+                     "sets; test: Tatoeba's, and the real-text test sets scored apart",
+            "real_text_sets": real_text,
+            "pairs": self.split_sizes(splits),
+        }
+
     def score(self, shipped, splits):
+        """The test split, greedy and beam 5; for a mix, also each real-text test set
+        (beam 5)."""
+        scores = self._score_tatoeba(shipped, splits)
+        if self.recipe.mix and not self.data_file:
+            _, train_targets = splits["train"] if "train" in splits else self.mixed_training_pairs()
+            known_words = {word for text in train_targets
+                           for word in tokenize(text, self.recipe.target_language)}
+            scores["real_text_test"] = {
+                name: score_real_text(shipped, sources, references, known_words, self.printer,
+                                      name)
+                for name, (sources, references) in self.real_text_tests().items()}
+        return scores
+
+    def _score_tatoeba(self, shipped, splits):
         """The test split, greedy and beam 5."""
         test_sources, test_references = splits["test"]
         metric = self.recipe.metric
@@ -338,25 +468,34 @@ class TranslationTask(Task):
         """BLEU and chrF of a TSV of pairs, English first; or, for a preset judged by
         exact match, of (input, expected answer) pairs."""
         exact = metric_of(metadata) == "exact_match"
-        sources, references = (generated.read_tsv(path) if exact
-                               else read_pairs_file(model, path))
+        unreadable = []
+        sources, references = (generated.read_tsv(path, unreadable) if exact
+                               else read_pairs_file(model, path, unreadable))
         if not sources:
             raise ValueError(f"{path} holds no sentence pairs.")
         hypotheses = _translate_with_progress(model, sources, beam_size, batch_size)
         if exact:
             result = evaluation.exact_match(hypotheses, references)
             return ({"metric": "exact_match", "value": result["score"],
-                     "examples": len(sources), "beam_size": beam_size},
+                     "examples": len(sources), "beam_size": beam_size,
+                     "unreadable_lines": len(unreadable)},
                     [f"exact match {result['score']}% ({result['correct']} of {len(sources)})"])
-        bleu = evaluation.bleu(hypotheses, references, model.target_language)
-        chrf = evaluation.chrf(hypotheses, references)
+        scores = evaluation.real_text_scores(sources, hypotheses, references,
+                                             model.source_language, model.target_language)
         holes = evaluation.unknown_outputs(hypotheses)
-        return ({"metric": "bleu", "value": bleu["score"], "examples": len(sources),
-                 "signature": bleu["signature"], "chrf": chrf["score"], "beam_size": beam_size,
-                 "unknown_outputs": holes["count"]},
-                [f"BLEU {bleu['score']}  ({bleu['signature']})",
-                 f"chrF {chrf['score']}  ({chrf['signature']})",
-                 f"[UNK] in {holes['count']} of {holes['examples']} outputs ({holes['percent']}%)"])
+        buckets = [f"  {bucket:>6} source tokens: {values['sentences']:5} sentences, chrF "
+                   f"{values['chrf']}, BLEU {values['bleu']}, length ratio {values['length_ratio']}"
+                   for bucket, values in scores["by_source_length"].items()]
+        return ({"metric": "bleu", "value": scores["bleu"], "examples": len(sources),
+                 "signature": scores["bleu_signature"], "chrf": scores["chrf"],
+                 "length_ratio": scores["length_ratio"], "beam_size": beam_size,
+                 "unknown_outputs": holes["count"], "by_source_length": scores["by_source_length"],
+                 "unreadable_lines": len(unreadable)},
+                [f"BLEU {scores['bleu']}  ({scores['bleu_signature']})",
+                 f"chrF {scores['chrf']}  ({scores['chrf_signature']})",
+                 f"length ratio {scores['length_ratio']} (output / reference tokens)",
+                 f"[UNK] in {holes['count']} of {holes['examples']} outputs ({holes['percent']}%)",
+                 "by source length:", *buckets])
 
 
 def _copy_weights(source, model, name):
@@ -430,7 +569,8 @@ def preset_task(name_or_directory, data_dir=None, printer=print):
     """The task a preset was trained as, to rebuild its splits (Tatoeba and generated
     data only: a user's TSV or a tfds corpus cannot be rebuilt from the metadata)."""
     metadata = presets.describe(name_or_directory)
-    rebuildable = "url" in metadata.get("data", {}) or "generator" in metadata.get("data", {})
+    data = metadata.get("data", {})
+    rebuildable = "url" in data or "generator" in data or "mix" in data
     if not rebuildable or "recipe" not in metadata.get("training", {}):
         raise ValueError(
             f"{name_or_directory} was not trained by `zoo train` on a Tatoeba corpus or "
@@ -448,7 +588,7 @@ def preset_task(name_or_directory, data_dir=None, printer=print):
 
 def preset_splits(name_or_directory, data_dir=None):
     """The train/validation/test splits a preset was trained and scored on."""
-    return preset_task(name_or_directory, data_dir).read_splits()
+    return preset_task(name_or_directory, data_dir).evaluation_splits()
 
 
 def retune_decoding(directory, data_dir=None, printer=print):
@@ -456,7 +596,7 @@ def retune_decoding(directory, data_dir=None, printer=print):
     re-score its test split (after a change in decoding); the weights (their very
     bytes) and the training record stay as they are."""
     task = preset_task(directory, data_dir, printer)
-    splits = task.read_splits()
+    splits = task.evaluation_splits()
     metadata = presets.describe(directory)
     model = presets.load(directory)
     metric = metric_of(metadata)
@@ -535,7 +675,10 @@ def model_card(metadata):
               f"| source tokens | examples | {label} |", "|---|---|---|"]
     for bucket, values in test["beam5"][f"{metric}_by_source_length"].items():
         lines.append(f"| {bucket} | {values['sentences']} | {values[metric]} |")
+    lines += _real_text_lines(metadata.get("real_text_test", {}))
     lines += _behaviour_lines(metadata.get("behaviour", {}))
+    lines += _mix_lines(metadata["data"].get("mix"), training.get("validation_loss_by_epoch"),
+                        metadata.get("terms"))
     lines += [""] + shipping.card_training_lines(metadata, sizes_key="pairs")
     if "decoding_retuned" in training:
         retuned = training["decoding_retuned"]
@@ -548,6 +691,43 @@ def model_card(metadata):
         lines.append(f"- started from the preset `{start['name']}` (its vocabularies and "
                      f"weights, sha256 {start['weights_sha256'][:12]}...)")
     return "\n".join(lines + [""])
+
+
+def _real_text_lines(sets):
+    """The card's scores on real text (news, chat), beam 5, and by source length."""
+    if not sets:
+        return []
+    lines = ["", "## Real text (beam 5; sets never used in training or validation)", "",
+             "| test set | sentences | chrF | BLEU | length ratio | outputs with a made-up word |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {name} | {result['sentences']} | {result['chrf']} | {result['bleu']} | "
+              f"{result['length_ratio']} | {result['made_up_words']['percent']}% |"
+              for name, result in sets.items()]
+    for name, result in sets.items():
+        lines += ["", f"{name} by source length (tokens):", "",
+                  "| source tokens | sentences | chrF | BLEU | length ratio |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {bucket} | {values['sentences']} | {values['chrf']} | {values['bleu']} | "
+                  f"{values['length_ratio']} |" for bucket, values in result["by_source_length"].items()]
+    signatures = next(iter(sets.values()))
+    return lines + ["", f"Signatures: `{signatures['bleu_signature']}`, "
+                        f"`{signatures['chrf_signature']}`"]
+
+
+def _mix_lines(mix, curve, terms):
+    """The card's training data: each corpus of the mix with its licence, the terms of
+    use they set, and the validation curve."""
+    if not mix:
+        return []
+    lines = ["", "## Training data", "",
+             "| corpus | domain | pairs kept | taken per epoch | licence |", "|---|---|---|---|---|"]
+    lines += [f"| [{name}]({corpus['url']}) | {corpus['domain']} | {corpus['pairs']:,} | "
+              f"x {corpus['weight']} | {corpus['licence']} |" for name, corpus in mix.items()]
+    if terms:
+        lines += ["", f"**Terms of use**: {terms}."]
+    if curve:
+        lines += ["", "Validation loss by epoch: " + ", ".join(map(str, curve)) + "."]
+    return lines
 
 
 def _readability_lines(on_punctuation):
