@@ -310,8 +310,9 @@ def test_evaluate_reports_an_undecodable_line_and_scores_the_rest(toy_preset, tm
                      + "Hello.\t你好。\n".encode())
     assert main(["evaluate", str(toy_preset), "--data", str(data), "--json"]) == 1
     captured = capsys.readouterr()
-    report = json.loads(captured.out.strip().splitlines()[-1])
+    report = json.loads(captured.out)  # the JSON alone on stdout, the scores' lines on stderr
     assert (report["examples"], report["unreadable_lines"], report["value"]) == (2, 1, 100.0)
-    assert captured.err == (f"{data}, line 2: not UTF-8 (invalid start byte at byte 0); left "
-                            "out\n1 line(s) could not be read and were left out (reported "
-                            "above).\n")
+    reported, *scores, summary = captured.err.splitlines()
+    assert reported == f"{data}, line 2: not UTF-8 (invalid start byte at byte 0); left out"
+    assert scores[0].startswith("BLEU 100.0") and scores[1].startswith("chrF 100.0")
+    assert summary == "1 line(s) could not be read and were left out (reported above)."
