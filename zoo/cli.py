@@ -260,6 +260,26 @@ def _command_evaluate(args):
     return 0
 
 
+def _command_score(args):
+    """Per pair of --data, ``total<TAB>per_token<TAB>source<TAB>target``: its
+    log-probability under teacher forcing (``Seq2Seq.score``), or a JSON object a line."""
+    from zoo.training.translation import read_pairs_file
+
+    if args.batch_size < 1:
+        raise UsageError(f"--batch-size must be a positive number of pairs; got {args.batch_size}.")
+    model = _load_translator(args.name)
+    sources, targets = read_pairs_file(model, args.data)
+    if not sources:
+        raise UsageError(f"{args.data} holds no sentence pairs.")
+    for source, target, result in zip(sources, targets,
+                                      model.score(sources, targets, args.batch_size)):
+        if args.json:
+            print(json.dumps({"source": source, "target": target, **result}, ensure_ascii=False))
+        else:
+            print(f"{result['total']:.4f}\t{result['per_token']:.4f}\t{source}\t{target}")
+    return 0
+
+
 def _command_train(args):
     from zoo import backend, training
     from zoo.training import loop
@@ -420,6 +440,17 @@ def build_parser():
     evaluate.add_argument("--batch-size", type=int, default=64)
     evaluate.add_argument("--json", action="store_true", help="last line: one JSON object")
     evaluate.set_defaults(run=_command_evaluate)
+
+    scoring = commands.add_parser(
+        "score", help="log-probability of given translations under a translator (teacher forced)")
+    scoring.add_argument("name")
+    scoring.add_argument("--data", required=True,
+                         help="TSV (English, other language), as zoo evaluate reads; each "
+                              "pair's translation is scored given its source")
+    scoring.add_argument("--batch-size", type=int, default=64)
+    scoring.add_argument("--json", action="store_true",
+                         help="one JSON object a line: source, target, total, per_token, tokens")
+    scoring.set_defaults(run=_command_score)
 
     train = commands.add_parser("train", help="train a preset from its recipe in zoo/recipes")
     train.add_argument("recipe", help="recipe name (zoo/recipes/NAME.json) or path")

@@ -88,6 +88,59 @@ def test_n_best_first_is_the_translation_and_scores_are_teacher_forced_log_proba
             np.testing.assert_allclose(scores[row, n], total / penalty, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_score_of_the_beams_own_output_is_its_score_without_length_penalty(trained, name):
+    """A beam's score is log-probability / ((5 + length) / 6) ** alpha: with alpha 0,
+    the total log-probability that ``score`` computes teacher-forced."""
+    model = trained[name]
+    alpha = model.length_penalty
+    model.length_penalty = 0.0
+    try:
+        n_best = model.translate(SOURCES, beam_size=4, num_hypotheses=3)
+    finally:
+        model.length_penalty = alpha
+    sources = [s for s, hypotheses in zip(SOURCES, n_best) for _ in hypotheses]
+    hypotheses = [h for row in n_best for h in row]
+    scored = model.score(sources, [h["text"] for h in hypotheses], batch_size=5)
+    np.testing.assert_allclose([s["total"] for s in scored], [h["score"] for h in hypotheses],
+                               atol=1e-4)
+    for result, hypothesis in zip(scored, hypotheses):
+        tokens = len(model.preprocessor.target_pieces(hypothesis["text"])) + 1  # and [END]
+        assert result["tokens"] == tokens
+        assert result["per_token"] == pytest.approx(result["total"] / tokens)
+
+
+def test_score_by_hand():
+    """With every weight 0 but the output bias, each step's distribution is
+    softmax(bias), whatever was read: a target's log-probability is the sum of its
+    tokens' (its pieces', then [END]'s) log_softmax(bias)."""
+    from zoo.text import END_ID
+
+    model = _tiny(AttentionSeq2Seq)
+    model.set_weights([np.zeros_like(w) for w in model.get_weights()])
+    bias = np.linspace(-1.0, 2.0, model.target_vocabulary_size).astype("float32")
+    model.output_bias.assign(bias)
+    log_softmax = bias - np.log(np.exp(bias).sum())
+    target = TARGETS[0]  # "I read a book ."
+    ids = [*model.preprocessor.target_vocabulary.encode(target.replace(".", " .").split()), END_ID]
+    (result,) = model.score([SOURCES[0]], [target])
+    assert result["tokens"] == 6
+    np.testing.assert_allclose(result["total"], log_softmax[ids].sum(), rtol=1e-5)
+    np.testing.assert_allclose(result["per_token"], log_softmax[ids].mean(), rtol=1e-5)
+    (empty,) = model.score([SOURCES[0]], [""])  # [END] alone
+    np.testing.assert_allclose(empty["total"], log_softmax[END_ID], rtol=1e-5)
+
+
+def test_score_errors(trained):
+    model = trained["attention"]
+    with pytest.raises(ValueError, match="score needs one target per source; received 2 "
+                                         "sources and 1 targets"):
+        model.score(SOURCES[:2], TARGETS[:1])
+    with pytest.raises(TypeError, match="received int at position 0"):
+        model.score(SOURCES[:1], [3])
+    assert model.score([], []) == []
+
+
 def test_n_best_with_attention_and_bad_counts(trained):
     model = trained["attention"]
     (hypotheses,) = model.translate(SOURCES[:1], beam_size=3, num_hypotheses=2,

@@ -437,6 +437,50 @@ class Seq2Seq(keras.Model):
             self.preprocessor.check_outputs(texts, [r[0]["text"] for r in results])
         return results
 
+    def score(self, sources, targets, batch_size=64):
+        """Each pair's log-probability under teacher forcing (OpenNMT's ``score``): how
+        likely the model finds ``targets[i]`` as the translation of ``sources[i]``.
+
+        A target is read as the model reads a reference in training: its pieces, then
+        ``[END]``. Returns one ``{"total": float, "per_token": float, "tokens": int}``
+        per pair: the summed natural-log probability of those ``tokens`` (``[END]``
+        counted) and its mean. For a beam's own output, ``total`` is the beam's score
+        with a length penalty of 0 (``decoding.Beam`` ranks by total / length penalty).
+
+        Raises:
+            ValueError: the lists differ in length, or a source is not a string, too
+                long, or outside the model's input domain.
+        """
+        sources, targets = codec.text_list(sources), codec.text_list(targets)
+        if len(sources) != len(targets):
+            raise ValueError(f"score needs one target per source; received {len(sources)} "
+                             f"sources and {len(targets)} targets.")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer; received {batch_size!r}.")
+        preprocessor = self._require_preprocessor()
+        sources = [preprocessor.accepted_source(text, position)
+                   for position, text in enumerate(sources)]
+        scorer = zoo_backend.model_function(self, ("score",), self._target_log_probabilities)
+        results = []
+        for start in range(0, len(sources), batch_size):
+            source_ids = preprocessor.encode_sources(sources[start : start + batch_size])
+            decoder_in, decoder_out = preprocessor.encode_targets(targets[start : start + batch_size])
+            log_probabilities = np.asarray(scorer(
+                *map(_pad_for_compilation, (source_ids, decoder_in, decoder_out))))
+            counts = (decoder_out != PAD_ID).sum(axis=1)
+            for total, count in zip(log_probabilities.sum(axis=1), counts):
+                results.append({"total": float(total), "per_token": float(total / count),
+                                "tokens": int(count)})
+        return results
+
+    def _target_log_probabilities(self, source_ids, decoder_in, decoder_out):
+        """``[B, T]``: the log-probability of each reference token (0 at padding)."""
+        log_probabilities = ops.log_softmax(
+            ops.cast(self((source_ids, decoder_in)), "float32"), axis=-1)
+        picked = ops.take_along_axis(log_probabilities, ops.expand_dims(decoder_out, -1),
+                                     axis=-1)[..., 0]
+        return ops.where(ops.not_equal(decoder_out, PAD_ID), picked, 0.0)
+
     def align(self, text, beam_size=1, max_length=None, attention_level="word"):
         """A ``zoo.text.Alignment`` (source units, produced units, weights
         ``[produced, source]``) for one text, at word or piece level."""
