@@ -230,9 +230,16 @@ def _random_table(rng):
             for previous in range(VOCAB)}
 
 
+def _rules():
+    return decoding.OutputRules(2, min_lengths=tf.constant([2, 1, 3, 0]),
+                                end_lengths=tf.constant([6, 1, 9, 3]))
+
+
 STRATEGIES = {
     "greedy": lambda: decoding.Greedy(),
+    "greedy with rules": lambda: decoding.Greedy(rules=_rules()),
     "beam": lambda: decoding.Beam(3, num_hypotheses=2, alpha=0.6),
+    "beam with rules": lambda: decoding.Beam(3, num_hypotheses=2, alpha=0.6, rules=_rules()),
     "sampling": lambda: decoding.Sampling(1.0, 5, top_k=4, top_p=0.9,
                                           row_ids=tf.constant([10, 11, 12, 13])),
 }
@@ -252,6 +259,9 @@ def test_a_batch_gives_what_each_sentence_gives_alone(strategy):
         chosen = STRATEGIES[strategy]()
         if strategy == "sampling":
             chosen.row_ids = tf.gather(chosen.row_ids, rows)
+        if getattr(chosen, "rules", None) is not None:
+            chosen.rules.lengths = {name: tf.gather(lengths, rows)
+                                    for name, lengths in chosen.rules.lengths.items()}
         return decoding.decode(
             step, {"steps": tf.zeros([len(rows), 1])}, chosen, len(rows),
             9, source_length=3, max_lengths=tf.gather(limits, rows),
@@ -263,6 +273,74 @@ def test_a_batch_gives_what_each_sentence_gives_alone(strategy):
         np.testing.assert_allclose(part, np.concatenate([a[output] for a in alone]), rtol=1e-6)
     tokens = batch[0].numpy().reshape(4, -1, 9)
     assert (tokens[1, :, 3:] == PAD_ID).all() and (tokens[3, :, 5:] == PAD_ID).all()
+
+
+# -- output rules: repeated n-grams, length bounds ------------------------------------------
+
+def test_the_tokens_that_would_repeat_an_ngram():
+    history = tf.constant([[A, B, A, 0, 0, 0], [A, B, C, A, B, 0]])
+    banned = decoding.repeated_ngram_tokens(history, tf.constant(3), 2, VOCAB).numpy()
+    assert np.flatnonzero(banned[0]).tolist() == [B]  # (A, B) is there: A B A -> not B
+    assert not banned[1].any()  # its last token, C, starts no bigram yet
+    banned = decoding.repeated_ngram_tokens(history, tf.constant(5), 2, VOCAB).numpy()
+    assert np.flatnonzero(banned[1]).tolist() == [C]  # ... A B -> (B, C) is there
+    banned = decoding.repeated_ngram_tokens(history, tf.constant(5), 3, VOCAB).numpy()
+    assert np.flatnonzero(banned[1]).tolist() == [C]  # (A, B, C)
+    banned = decoding.repeated_ngram_tokens(history, tf.constant(5), 1, VOCAB).numpy()
+    assert np.flatnonzero(banned[1]).tolist() == [A, B, C]  # every token once
+    assert not decoding.repeated_ngram_tokens(history, tf.constant(5), 0, VOCAB).numpy().any()
+
+
+def _ngrams(tokens, n):
+    tokens = [t for t in tokens if t != PAD_ID]
+    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+
+
+# A loop that stutters: A B A B ... and [END] only ever 1% likely; C is the way out.
+STUTTER = {START_ID: {A: 0.9, END_ID: 0.1}, A: {B: 0.9, C: 0.05, END_ID: 0.05},
+           B: {A: 0.9, C: 0.09, END_ID: 0.01}, C: {END_ID: 1.0}}
+SEARCHES = {"greedy": lambda rules: decoding.Greedy(rules=rules),
+            "beam": lambda rules: decoding.Beam(3, alpha=0.0, rules=rules)}
+
+
+def _decode_rows(search, table, rules, rows=1, max_length=8):
+    tokens, *_ = decoding.decode(_markov_step(table), {"steps": tf.zeros([rows, 1])},
+                                 SEARCHES[search](rules), rows, max_length, source_length=3)
+    return tokens.numpy().reshape(rows, max_length)
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_no_repeat_ngram_size_stops_a_stutter(search):
+    stutter = _decode_rows(search, STUTTER, None)[0]
+    assert len(set(_ngrams(stutter, 2))) < len(_ngrams(stutter, 2))  # A B A B ...
+    for n in (2, 3):
+        tokens = _decode_rows(search, STUTTER, decoding.OutputRules(n))[0]
+        assert len(set(_ngrams(tokens, n))) == len(_ngrams(tokens, n)), tokens
+        assert END_ID in tokens
+
+
+# [END] at once is likeliest (0.6); else A, which ends at once.
+QUICK_END = {START_ID: {END_ID: 0.6, A: 0.3, B: 0.1}, A: {END_ID: 0.9, C: 0.1},
+             B: {END_ID: 0.5, C: 0.5}, C: {C: 0.5, END_ID: 0.5}}
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_a_minimum_length_masks_the_end_and_a_maximum_forces_it(search):
+    assert _decode_rows(search, QUICK_END, None)[0, 0] == END_ID
+    lengths = tf.constant([0, 2, 3])
+    tokens = _decode_rows(search, QUICK_END, decoding.OutputRules(min_lengths=lengths), rows=3)
+    ends = [list(row).index(END_ID) for row in tokens]
+    assert ends[0] == 0 and ends[1] >= 2 and ends[2] >= 3
+    # A loop that ends, unlikely, at any step, runs to the most tokens (8) without the
+    # rule; with it, it ends with [END] at the latest at its sentence's bound (greedy:
+    # there; beam search may find an earlier end more probable).
+    loop = {START_ID: {A: 1.0}, A: {A: 0.99, END_ID: 0.01}}
+    np.testing.assert_array_equal(_decode_rows(search, loop, None), [[A] * 8])
+    tokens = _decode_rows(search, loop, decoding.OutputRules(end_lengths=tf.constant([2, 5, 9])),
+                          rows=3)
+    ends = [list(row).index(END_ID) for row in tokens[:2]]
+    assert ends == [2, 5] if search == "greedy" else ends[0] <= 2 and ends[1] <= 5
+    np.testing.assert_array_equal(tokens[2], [A] * 8)  # a bound past the most tokens
 
 
 def test_a_sentence_ends_at_its_own_limit():

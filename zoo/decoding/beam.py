@@ -4,10 +4,9 @@ import keras
 from keras import ops
 
 from zoo import backend
+from zoo.decoding.constraints import NEG_INF as _NEG_INF
 from zoo.decoding.loop import decode, write_row, write_token
 from zoo.text.vocabulary import END_ID
-
-_NEG_INF = -1e9  # finite, so that scores never become NaN
 
 
 def length_penalty(lengths, alpha):
@@ -33,11 +32,13 @@ class Beam:
     max_length, S] or None)``, best first; a score is the hypothesis' log-probability
     divided by ``length_penalty(its length, alpha)``. ``beam_size`` and
     ``num_hypotheses`` (at most ``beam_size``) may be scalar tensors on TensorFlow.
+    ``rules``: an ``OutputRules`` (repeated n-grams, length bounds) applied to each
+    step's log-probabilities (a score stays the log-probability of what was chosen).
     """
 
-    def __init__(self, beam_size, num_hypotheses=1, alpha=0.6):
+    def __init__(self, beam_size, num_hypotheses=1, alpha=0.6, rules=None):
         self.rows_per_sentence = beam_size
-        self.num_hypotheses, self.alpha = num_hypotheses, alpha
+        self.num_hypotheses, self.alpha, self.rules = num_hypotheses, alpha, rules
 
     def expand(self, state):
         return keras.tree.map_structure(
@@ -57,6 +58,8 @@ class Beam:
         if history_shape is not None:
             search["alive_history"] = ops.zeros((batch_size, k, *history_shape), "float32")
             search["finished_history"] = ops.zeros((batch_size, k, *history_shape), "float32")
+        if self.rules is not None:
+            search.update(self.rules.initial())
         return search
 
     def advance(self, t, logits, attention, search):
@@ -67,6 +70,9 @@ class Beam:
         batch_offsets = ops.expand_dims(ops.arange(batch_size, dtype="int32") * k, 1)  # [B, 1]
         log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
         vocab_size = ops.shape(log_probs)[-1]
+        if self.rules is not None:
+            produced = ops.reshape(search["alive_tokens"], (batch_size * k, -1))
+            log_probs = self.rules.apply(t, log_probs, produced, search, k)
         candidates = ops.expand_dims(search["alive_scores"], -1) + ops.reshape(
             log_probs, (batch_size, k, vocab_size))
         scores, flat_index = ops.top_k(ops.reshape(candidates, (batch_size, -1)), doubled)
@@ -89,7 +95,8 @@ class Beam:
             ops.concatenate([search["finished_scores"], ended], axis=1), k)
         pool_pick = ops.cast(pool_pick, "int32")
         advanced = {"alive_scores": open_scores, "finished_scores": pool_scores,
-                    "max_lengths": search["max_lengths"]}
+                    **{name: search[name] for name in search if name == "max_lengths"
+                       or name.startswith("rule_")}}
         for name, values in extended.items():
             advanced["alive_" + name] = _pick(values, open_pick)
             advanced["finished_" + name] = _pick(
