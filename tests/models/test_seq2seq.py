@@ -110,6 +110,44 @@ def test_score_of_the_beams_own_output_is_its_score_without_length_penalty(train
         assert result["per_token"] == pytest.approx(result["total"] / tokens)
 
 
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_output_rules_bound_every_translation(trained, beam_size):
+    model = trained["attention"]
+    preprocessor = model.preprocessor
+    lengths = [len(preprocessor.source_pieces(text)) for text in SOURCES]
+
+    def pieces(**rules):
+        return [preprocessor.target_pieces(text)
+                for text in model.translate(SOURCES, beam_size=beam_size, **rules)]
+
+    for produced in pieces(no_repeat_ngram_size=1):
+        assert len(set(produced)) == len(produced), produced
+    for produced, length in zip(pieces(min_length_ratio=1.5), lengths):
+        assert len(produced) >= int(1.5 * length)
+    for produced, length in zip(pieces(max_length_ratio=0.5), lengths):
+        assert len(produced) <= -(-length // 2)
+    # The beam's score stays the log-probability of what it chose.
+    (hypotheses,) = model.translate(SOURCES[:1], beam_size=3, num_hypotheses=2,
+                                    min_length_ratio=1.2)
+    penalty = ((5 + len(preprocessor.target_pieces(hypotheses[0]["text"])) + 1) / 6) \
+        ** model.length_penalty
+    np.testing.assert_allclose(model.score(SOURCES[:1], [hypotheses[0]["text"]])[0]["total"],
+                               hypotheses[0]["score"] * penalty, atol=1e-4)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"no_repeat_ngram_size": 0}, "no_repeat_ngram_size must be a positive integer or None; "
+                                  "received 0"),
+    ({"min_length_ratio": -1}, "min_length_ratio must be a positive number or None; received -1"),
+    ({"max_length_ratio": float("nan")}, "max_length_ratio must be a positive number or None"),
+    ({"min_length_ratio": 2, "max_length_ratio": 1},
+     r"min_length_ratio \(2\) must be at most max_length_ratio \(1\)"),
+])
+def test_bad_output_rules_are_clear_errors(trained, options, message):
+    with pytest.raises(ValueError, match=message):
+        trained["attention"].translate(SOURCES[:1], **options)
+
+
 def test_score_by_hand():
     """With every weight 0 but the output bias, each step's distribution is
     softmax(bias), whatever was read: a target's log-probability is the sum of its

@@ -44,6 +44,30 @@ def output_limits(source_ids, max_length):
     return ops.minimum(OUTPUT_LENGTH_FACTOR * source_lengths + OUTPUT_LENGTH_SLACK, max_length)
 
 
+def output_rules(source_ids, limits, max_length, no_repeat_ngram_size=None,
+                 min_length_ratio=None, max_length_ratio=None):
+    """``decoding.OutputRules`` for these sources (``limits [B]``: ``output_limits``).
+
+    A translation has at least ``floor(min_length_ratio * source tokens)`` tokens before
+    ``[END]`` and ends with ``[END]`` after at most ``ceil(max_length_ratio * source
+    tokens)`` (and before its limit). The options may be tensors (a SavedModel's inputs:
+    a ratio <= 0 and n <= 0 are off there); one left None costs nothing.
+    """
+    source_lengths = ops.cast(ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "int32"),
+                                      axis=1), "float32")
+    end_lengths = min_lengths = None
+    if max_length_ratio is not None:
+        ratio = ops.cast(max_length_ratio, "float32")
+        end_lengths = ops.where(
+            ratio > 0, ops.minimum(ops.cast(ops.ceil(ratio * source_lengths), "int32"), limits - 1),
+            max_length)
+    if min_length_ratio is not None:
+        min_lengths = ops.cast(ops.floor(ops.cast(min_length_ratio, "float32") * source_lengths),
+                               "int32")
+        min_lengths = ops.minimum(min_lengths, limits - 1 if end_lengths is None else end_lengths)
+    return decoding.OutputRules(no_repeat_ngram_size, min_lengths, end_lengths)
+
+
 def _pad_for_compilation(source_ids):
     """JAX compiles a search once per input shape: padding the source to a multiple of
     8 positions bounds the shapes it sees (the padding is masked, so the numbers are
@@ -231,20 +255,24 @@ class Seq2Seq(keras.Model):
         self._length_penalty = alpha
         zoo_backend.forget_model_functions(self)  # the searches captured the old value
 
-    def generate_ids(self, source_ids, beam_size=1, max_length=None, return_attention=False):
+    def generate_ids(self, source_ids, beam_size=1, max_length=None, return_attention=False,
+                     rules=None):
         """Decode a batch of padded source ids (graph-friendly; used by every runtime).
 
+        ``rules``: ``output_rules``' options (``no_repeat_ngram_size``,
+        ``min_length_ratio``, ``max_length_ratio``), Python values or tensors.
         Returns ``(tokens [B, max_length] int32, attention [B, max_length, S] or None)``;
         a translation ends at its first ``[END]`` and is padded with ``[PAD]`` after it.
         """
         if isinstance(beam_size, int) and beam_size == 1:
-            return self._decode_with(decoding.Greedy(), source_ids, max_length, return_attention)
+            return self._decode_with(decoding.Greedy(), source_ids, max_length, return_attention,
+                                     rules)
         tokens, _, attention = self._decode_with(decoding.Beam(beam_size, 1, self.length_penalty),
-                                                 source_ids, max_length, return_attention)
+                                                 source_ids, max_length, return_attention, rules)
         return tokens[:, 0], (None if attention is None else attention[:, 0])
 
     def generate_hypotheses(self, source_ids, beam_size, num_hypotheses, max_length=None,
-                            return_attention=False):
+                            return_attention=False, rules=None):
         """The ``num_hypotheses`` best of a beam search, best first (graph-friendly).
 
         Returns ``(tokens [B, n, max_length] int32, scores [B, n], attention [B, n,
@@ -252,25 +280,28 @@ class Seq2Seq(keras.Model):
         penalty, what the beam ranks by (``decoding.Beam``).
         """
         return self._decode_with(decoding.Beam(beam_size, num_hypotheses, self.length_penalty),
-                                 source_ids, max_length, return_attention)
+                                 source_ids, max_length, return_attention, rules)
 
     def generate_samples(self, source_ids, temperature, seed, top_k=0, top_p=1.0, row_ids=None,
-                         max_length=None, return_attention=False, uniforms=None):
+                         max_length=None, return_attention=False, uniforms=None, rules=None):
         """Translations drawn token by token (``decoding.Sampling``; ``top_k`` 0 and
         ``top_p`` 1: no cut; ``uniforms [max_length, B]``: the random numbers fed in),
         graph-friendly; returns what ``generate_ids`` returns."""
         strategy = decoding.Sampling(temperature, seed, top_k, top_p, row_ids, uniforms)
-        return self._decode_with(strategy, source_ids, max_length, return_attention)
+        return self._decode_with(strategy, source_ids, max_length, return_attention, rules)
 
-    def _decode_with(self, strategy, source_ids, max_length, return_attention):
-        """``decoding.decode`` with ``strategy`` over the decoder, for these sources."""
+    def _decode_with(self, strategy, source_ids, max_length, return_attention, rules=None):
+        """``decoding.decode`` with ``strategy`` over the decoder, for these sources, keeping
+        ``output_rules(**rules)`` when rules are given."""
         max_length = max_length or self.max_output_length
         # A static batch size (TFLite traces at batch 1) keeps the loop shapes static.
         batch = source_ids.shape[0] or ops.shape(source_ids)[0]
+        limits = output_limits(source_ids, max_length)
+        if rules:
+            strategy.rules = output_rules(source_ids, limits, max_length, **rules)
         step, state, memory = self._step_function(source_ids)
         return decoding.decode(step, state, strategy, batch, max_length, ops.shape(source_ids)[1],
-                               return_attention, max_lengths=output_limits(source_ids, max_length),
-                               memory=memory)
+                               return_attention, max_lengths=limits, memory=memory)
 
     def _step_function(self, source_ids):
         """The decoding step function, its state and its memory (``zoo.decoding``).
@@ -294,31 +325,35 @@ class Seq2Seq(keras.Model):
         return step, state, memory
 
     def _search(self, beam_size, max_length, return_attention, num_hypotheses=None,
-                sampling=False):
+                sampling=False, rules=None):
         """The compiled search: ``generate_ids``, ``generate_hypotheses`` when
         ``num_hypotheses`` is given, ``generate_samples`` (which takes the sampling
-        arguments as inputs, so a new seed compiles nothing) when ``sampling``."""
+        arguments as inputs, so a new seed compiles nothing) when ``sampling``; each
+        with the ``rules`` (``codec.check_output_rules``' dict) compiled in."""
+        rules = dict(rules or {})
         if sampling:
             def search(source_ids, row_ids, temperature, seed, top_k, top_p):
                 return self.generate_samples(source_ids, temperature, seed, top_k, top_p,
-                                             row_ids, max_length, return_attention)
+                                             row_ids, max_length, return_attention, rules=rules)
         elif num_hypotheses is None:
             def search(source_ids):
-                return self.generate_ids(source_ids, beam_size, max_length, return_attention)
+                return self.generate_ids(source_ids, beam_size, max_length, return_attention,
+                                         rules)
         else:
             def search(source_ids):
                 return self.generate_hypotheses(source_ids, beam_size, num_hypotheses,
-                                                max_length, return_attention)
-        key = ("search", beam_size, max_length, return_attention, num_hypotheses, sampling)
+                                                max_length, return_attention, rules)
+        key = ("search", beam_size, max_length, return_attention, num_hypotheses, sampling,
+               tuple(sorted(rules.items())))
         return zoo_backend.model_function(self, key, search)
 
     def _decode(self, texts, beam_size, max_length, batch_size, return_attention=False,
-                num_hypotheses=None, sampling=None):
+                num_hypotheses=None, sampling=None, rules=None):
         """Yield ``(index, token ids, attention [L, S] or None, source ids)`` per text;
         with ``num_hypotheses``, ``(index, token ids [n, L], attention [n, L, S] or None,
         source ids, scores [n])``. ``sampling``: ``(temperature, seed, top_k, top_p)``
         checked, to draw each translation (a text's draws depend on its index in
-        ``texts``, not on the batch it falls in)."""
+        ``texts``, not on the batch it falls in); ``rules``: checked output rules."""
         texts = codec.text_list(texts)
         for name, value in (("beam_size", beam_size), ("max_length", max_length),
                             ("num_hypotheses", num_hypotheses)):
@@ -332,7 +367,7 @@ class Seq2Seq(keras.Model):
         preprocessor = self._require_preprocessor()
         texts = [preprocessor.accepted_source(text, position) for position, text in enumerate(texts)]
         search = self._search(beam_size, max_length or self.max_output_length, return_attention,
-                              num_hypotheses, sampling is not None)
+                              num_hypotheses, sampling is not None, rules)
         # Similar lengths together: less padding, and the batch stops sooner.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch_size):
@@ -353,7 +388,8 @@ class Seq2Seq(keras.Model):
     def translate(self, texts, beam_size=1, max_length=None, return_attention=False,
                   batch_size=64, attention_level="word", check_outputs=True,
                   num_hypotheses=None, sampling=False, temperature=1.0, top_k=None, top_p=None,
-                  seed=None):
+                  seed=None, no_repeat_ngram_size=None, min_length_ratio=None,
+                  max_length_ratio=None):
         """Translate a list of strings.
 
         Args:
@@ -381,6 +417,13 @@ class Seq2Seq(keras.Model):
                 searching; ``seed`` makes the draws reproducible (the same seed and
                 texts give the same translations, also through the SavedModel's
                 ``translate_sample``); ``top_k=1`` or ``temperature=0`` is greedy.
+            no_repeat_ngram_size: n; no translation says an n-gram of pieces twice (a
+                token that would is never chosen). Greedy, beam search and sampling.
+            min_length_ratio, max_length_ratio: a translation has at least
+                ``floor(min_length_ratio * S)`` pieces and at most ``ceil(max_length_ratio
+                * S)`` (then ``[END]`` is forced), S the source's pieces: a long sentence
+                cannot end after a word, nor run on. None (the default) for each: off
+                (``max_length`` and ``2 * S + 10`` still bound every translation).
 
         Raises:
             ValueError: a text is not a string, too long, or outside the model's input
@@ -396,19 +439,20 @@ class Seq2Seq(keras.Model):
         texts = codec.text_list(texts)
         if return_attention:
             self._check_attention_level(attention_level)
+        rules = codec.check_output_rules(no_repeat_ngram_size, min_length_ratio, max_length_ratio)
         if num_hypotheses is not None:
             if sampling:
                 raise ValueError("num_hypotheses is for beam search; sampling draws one "
                                  "translation per text.")
             return self._n_best(texts, beam_size, num_hypotheses, max_length, batch_size,
-                                return_attention, attention_level, check_outputs)
+                                return_attention, attention_level, check_outputs, rules)
         drawing = None
         if sampling:
             drawing = codec.check_translation_sampling(beam_size, temperature, seed, top_k, top_p)
         translations, attentions = [None] * len(texts), [None] * len(texts)
         for index, ids, attention, source_ids in self._decode(texts, beam_size, max_length,
                                                                batch_size, return_attention,
-                                                               sampling=drawing):
+                                                               sampling=drawing, rules=rules):
             translations[index] = self.preprocessor.decode_translation(source_ids, ids)
             if return_attention:
                 if not translations[index]:
@@ -420,10 +464,11 @@ class Seq2Seq(keras.Model):
         return (translations, attentions) if return_attention else translations
 
     def _n_best(self, texts, beam_size, num_hypotheses, max_length, batch_size,
-                return_attention, attention_level, check_outputs):
+                return_attention, attention_level, check_outputs, rules=None):
         results = [None] * len(texts)
         for index, hypotheses, attentions, source_ids, scores in self._decode(
-                texts, beam_size, max_length, batch_size, return_attention, num_hypotheses):
+                texts, beam_size, max_length, batch_size, return_attention, num_hypotheses,
+                rules=rules):
             results[index] = []
             for n, ids in enumerate(hypotheses):
                 text = self.preprocessor.decode_translation(source_ids, ids)
