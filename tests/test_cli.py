@@ -169,6 +169,27 @@ def test_score_prints_each_pairs_log_probability(toy_preset, tmp_path, capsys):
     assert capsys.readouterr().err == f"zoo: error: {empty} holds no sentence pairs.\n"
 
 
+def test_translate_with_output_rules(toy_preset, tmp_path, capsys):
+    import zoo
+    from zoo.cli import main
+
+    model = zoo.load(toy_preset)
+    rules = dict(no_repeat_ngram_size=1, min_length_ratio=1.5)
+    expected = model.translate(["我读了一本书。", "你好。"], beam_size=3, **rules)
+    assert expected != model.translate(["我读了一本书。", "你好。"], beam_size=3)
+    options = ["--beam", "3", "--no-repeat-ngram", "1", "--min-length-ratio", "1.5"]
+    assert main(["translate", str(toy_preset), *options, "我读了一本书。", "你好。"]) == 0
+    assert capsys.readouterr().out.splitlines() == expected
+    source, output = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("我读了一本书。\n你好。\n", encoding="utf-8")
+    assert main(["translate", str(toy_preset), *options, "--input", str(source),
+                 "--output", str(output)]) == 0
+    assert output.read_text(encoding="utf-8").splitlines() == expected
+    assert main(["translate", str(toy_preset), "--max-length-ratio", "0", "你好。"]) == 2
+    assert capsys.readouterr().err == ("zoo: error: --max-length-ratio must be a positive "
+                                       "number or None; received 0.0.\n")
+
+
 def test_translate_file_usage_errors(toy_preset, tmp_path, capsys):
     from zoo.cli import main
     source = tmp_path / "in.txt"

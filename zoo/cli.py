@@ -97,16 +97,34 @@ def _command_translate(args):
     if args.n_best is not None and not args.texts:
         raise UsageError("--n-best takes the texts on the command line (a file is "
                          "translated one line per line).")
+    args.rules = _output_rules(args)
     model = _load_translator(args.name)
     if args.n_best is not None:
         return _print_n_best(model, args)
     if args.texts:
         for translation in model.translate(args.texts, beam_size=args.beam,
                                            max_length=args.max_length,
-                                           batch_size=args.batch_size):
+                                           batch_size=args.batch_size, **args.rules):
             print(translation)
         return 0
     return _translate_file(model, args)
+
+
+def _output_rules(args):
+    """``translate``'s output rules from --no-repeat-ngram, --min/--max-length-ratio, with
+    the options' names in the errors."""
+    from zoo.text import codec
+
+    try:
+        return codec.check_output_rules(args.no_repeat_ngram, args.min_length_ratio,
+                                        args.max_length_ratio)
+    except ValueError as error:
+        message = str(error)
+        for option, name in (("--no-repeat-ngram", "no_repeat_ngram_size"),
+                             ("--min-length-ratio", "min_length_ratio"),
+                             ("--max-length-ratio", "max_length_ratio")):
+            message = message.replace(name, option)
+        raise UsageError(message) from None
 
 
 def _print_n_best(model, args):
@@ -114,7 +132,8 @@ def _print_n_best(model, args):
     between texts."""
     try:
         results = model.translate(args.texts, beam_size=args.beam, max_length=args.max_length,
-                                  batch_size=args.batch_size, num_hypotheses=args.n_best)
+                                  batch_size=args.batch_size, num_hypotheses=args.n_best,
+                                  **args.rules)
     except ValueError as error:
         if "num_hypotheses" not in str(error):
             raise
@@ -139,7 +158,7 @@ def _translate_file(model, args):
         refused = file_translation.translate_lines(
             model, lines, lambda text: output.write(text + "\n"), beam_size=args.beam,
             batch_size=args.batch_size, max_length=args.max_length, progress=progress,
-            total=total)
+            total=total, rules=args.rules)
     if refused:
         print(f"{refused} line(s) could not be translated and were written empty "
               "(reported above).", file=sys.stderr)
@@ -380,6 +399,12 @@ def build_parser():
     translate.add_argument("--max-length", type=int, help="most output tokens")
     translate.add_argument("--n-best", type=int, help="print the N best hypotheses of the "
                            "beam with their scores (length-normalised log-probabilities)")
+    translate.add_argument("--no-repeat-ngram", type=int, metavar="N",
+                           help="never say an N-gram of pieces twice (default: off)")
+    translate.add_argument("--min-length-ratio", type=float, metavar="R",
+                           help="at least R x the source's pieces before the end (default: off)")
+    translate.add_argument("--max-length-ratio", type=float, metavar="R",
+                           help="end after at most R x the source's pieces (default: off)")
     translate.add_argument("--input", help="a UTF-8 file: one sentence per line")
     translate.add_argument("--output", help="where the translations go, one line per input "
                            "line (default: stdout)")
