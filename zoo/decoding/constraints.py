@@ -51,7 +51,10 @@ class OutputRules:
 
 
 def _per_row(values, rows_per_sentence):
-    return values if rows_per_sentence == 1 else ops.repeat(values, rows_per_sentence, axis=0)
+    """``[B]`` per sentence as ``[B * rows_per_sentence]`` (which may be a tensor) per row."""
+    if isinstance(rows_per_sentence, int) and rows_per_sentence == 1:
+        return values
+    return ops.repeat(values, rows_per_sentence, axis=0)
 
 
 def repeated_ngram_tokens(history, t, n, vocab_size):

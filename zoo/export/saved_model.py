@@ -10,7 +10,9 @@ and a plain ``tf.saved_model.load`` can run it without ``zoo`` installed:
   string[B, n], "scores": float32[B, n]}`` (the beam's n best, best first) and
   ``translate_sample(texts, temperature: float32[], seed: int32[], top_k: int32[] (0: no
   cut), top_p: float32[] (1: no cut))`` (what ``model.translate(texts, sampling=True,
-  ...)`` draws with that seed);
+  ...)`` draws with that seed) and ``translate_with_rules(texts, beam_size,
+  no_repeat_ngram_size: int32[], min_length_ratio: float32[], max_length_ratio:
+  float32[])`` (``model.translate``'s output rules; 0 turns one off);
 - language model: ``serving_default(prompt: string[], length: int32[],
   temperature: float32[], seed: int32[], top_k: int32[] (0: no cut), top_p: float32[]
   (1: no cut)) -> {"text": string[]}`` (the continuation);
@@ -54,6 +56,19 @@ def _serving_functions(model, codec):
         )
         return {"translations": codec.decode(source_ids, ids)}
 
+    def translate_with_rules(texts, beam_size, no_repeat_ngram_size, min_length_ratio,
+                             max_length_ratio):
+        with tf.control_dependencies(_beam_checks(beam_size)):
+            source_ids = codec.encode(texts)
+        rules = {"no_repeat_ngram_size": no_repeat_ngram_size,
+                 "min_length_ratio": min_length_ratio, "max_length_ratio": max_length_ratio}
+        ids = tf.cond(
+            tf.equal(beam_size, 1),
+            lambda: model.generate_ids(source_ids, rules=rules)[0],
+            lambda: model.generate_ids(source_ids, beam_size, rules=rules)[0],
+        )
+        return {"translations": codec.decode(source_ids, ids)}
+
     def translate_n_best(texts, beam_size, num_hypotheses):
         checks = _beam_checks(beam_size) + [
             tf.debugging.assert_greater_equal(
@@ -76,7 +91,8 @@ def _serving_functions(model, codec):
         ids, _ = model.generate_samples(source_ids, temperature, seed, top_k, top_p)
         return {"translations": codec.decode(source_ids, ids)}
 
-    return serving_default, translate_beam, translate_n_best, translate_sample
+    return (serving_default, translate_beam, translate_n_best, translate_sample,
+            translate_with_rules)
 
 
 def _sampling_checks(temperature, seed, top_k, top_p):
@@ -98,12 +114,12 @@ def _beam_checks(beam_size):
 
 
 def _translation_endpoints(model):
-    """``serving_default(texts)``, ``translate_beam(texts, beam_size)`` and
+    """``serving_default(texts)``, ``translate_beam(texts, beam_size)``,
     ``translate_n_best(texts, beam_size, num_hypotheses) -> {"translations": string[B, n],
-    "scores": float32[B, n]}``."""
+    "scores": float32[B, n]}``, ``translate_sample`` and ``translate_with_rules``."""
     codec = model._require_preprocessor().graph()
-    serving_default, translate_beam, translate_n_best, translate_sample = _serving_functions(
-        model, codec)
+    (serving_default, translate_beam, translate_n_best, translate_sample,
+     translate_with_rules) = _serving_functions(model, codec)
     texts = tf.TensorSpec([None], tf.string, name="texts")
     beam_size = tf.TensorSpec([], tf.int32, name="beam_size")
     return codec.resources, {
@@ -115,6 +131,10 @@ def _translation_endpoints(model):
             texts, tf.TensorSpec([], tf.float32, name="temperature"),
             tf.TensorSpec([], tf.int32, name="seed"), tf.TensorSpec([], tf.int32, name="top_k"),
             tf.TensorSpec([], tf.float32, name="top_p")]),
+        "translate_with_rules": (translate_with_rules, [
+            texts, beam_size, tf.TensorSpec([], tf.int32, name="no_repeat_ngram_size"),
+            tf.TensorSpec([], tf.float32, name="min_length_ratio"),
+            tf.TensorSpec([], tf.float32, name="max_length_ratio")]),
     }
 
 
