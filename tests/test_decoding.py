@@ -148,6 +148,42 @@ def test_gnmt_length_penalty_values():
     np.testing.assert_allclose(decoding.length_penalty(tf.constant([1, 7]), 1.0), [1.0, 2.0])
 
 
+def test_coverage_penalty_prefers_the_hypothesis_that_reads_the_whole_source():
+    """[B, END] is likelier (0.55 against 0.45), but while writing it the attention
+    looks at source position 1 only 0.1 in all; [A, END] reads both positions fully.
+    GNMT's cp = beta * sum_i log(min(coverage_i, 1)) = beta * log(0.1) for [B, END]."""
+    table = {START_ID: {A: 0.45, B: 0.55}, A: {END_ID: 1.0}, B: {END_ID: 1.0}}
+    markov = _markov_step(table)
+    looks_at = np.zeros((VOCAB, 2), "float32")
+    looks_at[:, 0] = 1.0  # [START], and [END] (after which nothing is kept)
+    looks_at[A], looks_at[B] = [0.0, 1.0], [0.9, 0.1]
+    looks_at = tf.constant(looks_at)
+
+    def step(tokens, state):
+        logits, state, _ = markov(tokens, state)
+        return logits, state, tf.gather(looks_at, tokens)
+
+    def search(beta):
+        return decoding.beam_hypotheses(step, {"steps": tf.zeros([1, 1])}, 1, 4, beam_size=2,
+                                        num_hypotheses=2, alpha=0.0, source_length=2, beta=beta)
+
+    tokens, scores, _ = search(0.0)
+    assert tokens.numpy()[0, 0, :2].tolist() == [B, END_ID]
+    tokens, scores, _ = search(0.5)
+    assert tokens.numpy()[0, :, :2].tolist() == [[A, END_ID], [B, END_ID]]
+    np.testing.assert_allclose(scores.numpy()[0], [np.log(0.45), np.log(0.55) + 0.5 * np.log(0.1)],
+                               rtol=1e-5)
+    with pytest.raises(ValueError, match="A coverage penalty reads the attention"):
+        decoding.beam_hypotheses(step, {"steps": tf.zeros([1, 1])}, 1, 4, beam_size=2,
+                                 source_length=2, beta=0.5, return_attention=False)
+
+
+def test_coverage_penalty_values():
+    history = tf.constant([[[0.5, 0.25, 0.0], [0.7, 0.25, 0.0]]])  # 2 steps, 3rd position: padding
+    np.testing.assert_allclose(decoding.coverage_penalty(history, 0.2),
+                               [0.2 * np.log(0.5)], rtol=1e-6)
+
+
 # -- n-best ----------------------------------------------------------------------------
 
 # Three ways to end, each with a probability known in advance:

@@ -148,6 +148,25 @@ def test_bad_output_rules_are_clear_errors(trained, options, message):
         trained["attention"].translate(SOURCES[:1], **options)
 
 
+def test_coverage_penalty_is_a_model_setting_for_attention_models(trained):
+    model = trained["attention"]
+    plain = model.translate(SOURCES, beam_size=3)
+    model.coverage_penalty = 0.4
+    try:
+        assert model.get_config()["coverage_penalty"] == 0.4
+        covered = model.translate(SOURCES, beam_size=3)
+        assert model.translate(SOURCES) == trained["attention"].translate(SOURCES)  # greedy
+        assert len(covered) == len(plain) and all(isinstance(t, str) for t in covered)
+        _, attentions = model.translate(SOURCES[:1], beam_size=3, return_attention=True)
+        assert attentions[0].shape[1] == 7
+    finally:
+        model.coverage_penalty = 0.0
+    with pytest.raises(ValueError, match="BottleneckSeq2Seq has no attention: a coverage penalty"):
+        trained["bottleneck"].coverage_penalty = 0.2
+    with pytest.raises(ValueError, match="coverage_penalty must be a number >= 0; received -1"):
+        model.coverage_penalty = -1
+
+
 def test_score_by_hand():
     """With every weight 0 but the output bias, each step's distribution is
     softmax(bias), whatever was read: a target's log-probability is the sum of its

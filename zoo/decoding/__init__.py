@@ -11,12 +11,14 @@ The searches stop early once every sequence has produced ``[END]``, and pad it w
 ``[PAD]`` (id 0) after it.
 """
 
-from zoo.decoding.beam import Beam, beam_hypotheses, beam_search, length_penalty
+from zoo.decoding.beam import (Beam, beam_hypotheses, beam_search, coverage_penalty,
+                               length_penalty)
 from zoo.decoding.constraints import OutputRules, repeated_ngram_tokens
 from zoo.decoding.loop import decode, decode_stepwise, loop_step, loop_steps, write_token
 from zoo.decoding.sampling import counter_uniform, sample, step_uniforms
 from zoo.decoding.token_choice import Greedy, Sampling, greedy_search, sampling_search
 
 __all__ = ["Beam", "Greedy", "OutputRules", "Sampling", "beam_hypotheses", "beam_search",
-           "counter_uniform", "decode", "decode_stepwise", "greedy_search", "length_penalty", "loop_step",
-           "loop_steps", "repeated_ngram_tokens", "sample", "sampling_search", "step_uniforms", "write_token"]
+           "counter_uniform", "coverage_penalty", "decode", "decode_stepwise", "greedy_search",
+           "length_penalty", "loop_step", "loop_steps", "repeated_ngram_tokens", "sample",
+           "sampling_search", "step_uniforms", "write_token"]

@@ -94,11 +94,14 @@ class Seq2Seq(keras.Model):
         max_source_length: longer inputs are cut to this many tokens.
         max_output_length: default decoding limit, in tokens.
         length_penalty: alpha of the GNMT length normalisation in beam search.
+        coverage_penalty: beta of GNMT's coverage penalty in beam search (models with
+            attention; 0: off), ``decoding.coverage_penalty``.
     """
 
     def __init__(self, source_language, target_language, source_vocabulary_size,
                  target_vocabulary_size, embedding_dim=256, units=256, dropout=0.2,
-                 max_source_length=64, max_output_length=64, length_penalty=0.6, **kwargs):
+                 max_source_length=64, max_output_length=64, length_penalty=0.6,
+                 coverage_penalty=0.0, **kwargs):
         super().__init__(**kwargs)
         for language in (source_language, target_language):
             tokenizers._check_language(language)
@@ -112,6 +115,7 @@ class Seq2Seq(keras.Model):
         self.max_source_length = max_source_length
         self.max_output_length = max_output_length
         self.length_penalty = length_penalty
+        self.coverage_penalty = coverage_penalty
         self.preprocessor = None
 
         self.source_embedding = keras.layers.Embedding(
@@ -154,6 +158,7 @@ class Seq2Seq(keras.Model):
             "max_source_length": self.max_source_length,
             "max_output_length": self.max_output_length,
             "length_penalty": self.length_penalty,
+            "coverage_penalty": self.coverage_penalty,
         }
 
     @classmethod
@@ -255,6 +260,24 @@ class Seq2Seq(keras.Model):
         self._length_penalty = alpha
         zoo_backend.forget_model_functions(self)  # the searches captured the old value
 
+    @property
+    def coverage_penalty(self):
+        return self._coverage_penalty
+
+    @coverage_penalty.setter
+    def coverage_penalty(self, beta):
+        if not isinstance(beta, (int, float)) or isinstance(beta, bool) or not 0 <= beta < 1e9:
+            raise ValueError(f"coverage_penalty must be a number >= 0; received {beta!r}.")
+        if beta and not self.has_attention:
+            raise ValueError(f"{type(self).__name__} has no attention: a coverage penalty "
+                             "(which sums the attention each source token received) needs it.")
+        self._coverage_penalty = float(beta)
+        zoo_backend.forget_model_functions(self)
+
+    def _beam(self, beam_size, num_hypotheses=1):
+        return decoding.Beam(beam_size, num_hypotheses, self.length_penalty,
+                             beta=self.coverage_penalty)
+
     def generate_ids(self, source_ids, beam_size=1, max_length=None, return_attention=False,
                      rules=None):
         """Decode a batch of padded source ids (graph-friendly; used by every runtime).
@@ -267,8 +290,8 @@ class Seq2Seq(keras.Model):
         if isinstance(beam_size, int) and beam_size == 1:
             return self._decode_with(decoding.Greedy(), source_ids, max_length, return_attention,
                                      rules)
-        tokens, _, attention = self._decode_with(decoding.Beam(beam_size, 1, self.length_penalty),
-                                                 source_ids, max_length, return_attention, rules)
+        tokens, _, attention = self._decode_with(self._beam(beam_size), source_ids, max_length,
+                                                 return_attention, rules)
         return tokens[:, 0], (None if attention is None else attention[:, 0])
 
     def generate_hypotheses(self, source_ids, beam_size, num_hypotheses, max_length=None,
@@ -279,8 +302,8 @@ class Seq2Seq(keras.Model):
         max_length, S] or None)``; a score is the log-probability divided by the length
         penalty, what the beam ranks by (``decoding.Beam``).
         """
-        return self._decode_with(decoding.Beam(beam_size, num_hypotheses, self.length_penalty),
-                                 source_ids, max_length, return_attention, rules)
+        return self._decode_with(self._beam(beam_size, num_hypotheses), source_ids, max_length,
+                                 return_attention, rules)
 
     def generate_samples(self, source_ids, temperature, seed, top_k=0, top_p=1.0, row_ids=None,
                          max_length=None, return_attention=False, uniforms=None, rules=None):
@@ -300,8 +323,12 @@ class Seq2Seq(keras.Model):
         if rules:
             strategy.rules = output_rules(source_ids, limits, max_length, **rules)
         step, state, memory = self._step_function(source_ids)
-        return decoding.decode(step, state, strategy, batch, max_length, ops.shape(source_ids)[1],
-                               return_attention, max_lengths=limits, memory=memory)
+        # A coverage penalty reads the attention history, returned or not.
+        reads_attention = bool(getattr(strategy, "beta", 0))
+        result = decoding.decode(step, state, strategy, batch, max_length,
+                                 ops.shape(source_ids)[1], return_attention or reads_attention,
+                                 max_lengths=limits, memory=memory)
+        return result if return_attention or not reads_attention else (*result[:-1], None)
 
     def _step_function(self, source_ids):
         """The decoding step function, its state and its memory (``zoo.decoding``).
