@@ -268,7 +268,8 @@ def _random_table(rng):
 
 def _rules():
     return decoding.OutputRules(2, min_lengths=tf.constant([2, 1, 3, 0]),
-                                end_lengths=tf.constant([6, 1, 9, 3]))
+                                end_lengths=tf.constant([6, 1, 9, 3]),
+                                prefix=tf.constant([[A, B], [C, PAD_ID], [PAD_ID] * 2, [B, B]]))
 
 
 STRATEGIES = {
@@ -296,8 +297,8 @@ def test_a_batch_gives_what_each_sentence_gives_alone(strategy):
         if strategy == "sampling":
             chosen.row_ids = tf.gather(chosen.row_ids, rows)
         if getattr(chosen, "rules", None) is not None:
-            chosen.rules.lengths = {name: tf.gather(lengths, rows)
-                                    for name, lengths in chosen.rules.lengths.items()}
+            chosen.rules.per_sentence = {name: tf.gather(values, rows)
+                                    for name, values in chosen.rules.per_sentence.items()}
         return decoding.decode(
             step, {"steps": tf.zeros([len(rows), 1])}, chosen, len(rows),
             9, source_length=3, max_lengths=tf.gather(limits, rows),
@@ -377,6 +378,18 @@ def test_a_minimum_length_masks_the_end_and_a_maximum_forces_it(search):
     ends = [list(row).index(END_ID) for row in tokens[:2]]
     assert ends == [2, 5] if search == "greedy" else ends[0] <= 2 and ends[1] <= 5
     np.testing.assert_array_equal(tokens[2], [A] * 8)  # a bound past the most tokens
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_a_prefix_is_kept_and_the_search_goes_on_from_it(search):
+    """STUTTER's search starts A B; given B C (C: 5%, then [END]) or B B (a repeated
+    bigram would be banned by the rule; the prefix overrides it), it keeps them."""
+    prefix = tf.constant([[B, C, PAD_ID], [B, B, B], [PAD_ID] * 3])
+    tokens = _decode_rows(search, STUTTER, decoding.OutputRules(2, prefix=prefix), rows=3)
+    assert tokens[0, :3].tolist() == [B, C, END_ID]
+    assert tokens[1, :3].tolist() == [B, B, B]
+    np.testing.assert_array_equal(tokens[2], _decode_rows(search, STUTTER,
+                                                          decoding.OutputRules(2))[0])
 
 
 def test_a_sentence_ends_at_its_own_limit():

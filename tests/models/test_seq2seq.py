@@ -167,6 +167,28 @@ def test_coverage_penalty_is_a_model_setting_for_attention_models(trained):
         model.coverage_penalty = -1
 
 
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_prefix_starts_the_translation_and_the_search_goes_on(trained, beam_size):
+    model = trained["attention"]
+    texts = ["我读了一本书。", "你好。", "他很高兴。"]
+    translations = model.translate(texts, beam_size=beam_size, prefix=["You read", "", "He"])
+    assert translations[0].startswith("You read") and translations[0] != "You read"
+    assert translations[1:] == model.translate(texts[1:], beam_size=beam_size)
+    with pytest.raises(ValueError, match="prefix needs one string per text; received 1 for 3"):
+        model.translate(texts, prefix=["You"])
+    if beam_size > 1:  # the score is the log-probability of the whole output, prefix included
+        alpha = model.length_penalty
+        model.length_penalty = 0.0
+        try:
+            (best,) = model.translate(texts[:1], beam_size=3, num_hypotheses=1,
+                                      prefix=["You read"])[0:1]
+        finally:
+            model.length_penalty = alpha
+        assert best[0]["text"] == translations[0]
+        np.testing.assert_allclose(model.score(texts[:1], [best[0]["text"]])[0]["total"],
+                                   best[0]["score"], atol=1e-4)
+
+
 def test_score_by_hand():
     """With every weight 0 but the output bias, each step's distribution is
     softmax(bias), whatever was read: a target's log-probability is the sum of its

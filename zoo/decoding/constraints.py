@@ -1,9 +1,10 @@
 """Rules an output must keep, applied to each step's scores before a strategy chooses:
-``OutputRules`` (no repeated n-gram; an output length bounded per sentence)."""
+``OutputRules`` (no repeated n-gram; an output length bounded per sentence; a given
+start)."""
 
 from keras import ops
 
-from zoo.text.vocabulary import END_ID
+from zoo.text.vocabulary import END_ID, PAD_ID
 
 NEG_INF = -1e9  # finite, so that scores never become NaN
 
@@ -15,25 +16,30 @@ class OutputRules:
       has already produced (fairseq's, OpenNMT's ``no_repeat_ngram_size``);
     - ``min_lengths [B]``: ``[END]`` before a sentence's output has that many tokens;
     - ``end_lengths [B]``: anything but ``[END]`` once it has that many (a length at or
-      past the search's most tokens: never).
+      past the search's most tokens: never);
+    - ``prefix [B, P]`` (right-padded with ``[PAD]``): anything but ``prefix[:, t]`` at
+      step ``t`` of the sentence's prefix (it overrides the other rules: the output
+      starts as given, then the search goes on).
 
     Each may be a tensor (a SavedModel's or a TFLite file's inputs); a rule left None
     costs nothing. The per-sentence lengths are kept in the search, so that they follow
     a sentence's rows when the loop drops the finished ones.
     """
 
-    def __init__(self, no_repeat_ngram_size=None, min_lengths=None, end_lengths=None):
+    def __init__(self, no_repeat_ngram_size=None, min_lengths=None, end_lengths=None,
+                 prefix=None):
         self.no_repeat_ngram_size = no_repeat_ngram_size
-        self.lengths = {"min_lengths": min_lengths, "end_lengths": end_lengths}
+        self.per_sentence = {"min_lengths": min_lengths, "end_lengths": end_lengths, "prefix": prefix}
 
     def initial(self):
-        """The search's per-sentence entries ``{name: [B] int32}``."""
-        return {"rule_" + name: ops.cast(lengths, "int32")
-                for name, lengths in self.lengths.items() if lengths is not None}
+        """The search's per-sentence entries ``{name: [B, ...] int32}``."""
+        return {"rule_" + name: ops.cast(values, "int32")
+                for name, values in self.per_sentence.items() if values is not None}
 
     def apply(self, t, scores, history, search, rows_per_sentence=1):
         """``scores [N, V]`` with what step ``t`` may not choose set to ``NEG_INF``;
         ``history [N, max_length]``: each row's tokens, its first ``t`` written."""
+        unruled = scores
         if self.no_repeat_ngram_size is not None:
             banned = repeated_ngram_tokens(history, t, self.no_repeat_ngram_size,
                                            ops.shape(scores)[-1])
@@ -47,6 +53,14 @@ class OutputRules:
             at_end = ops.expand_dims(t >= _per_row(search["rule_end_lengths"],
                                                    rows_per_sentence), 1)
             scores = ops.where(ops.logical_and(at_end, ops.logical_not(is_end)), NEG_INF, scores)
+        if "rule_prefix" in search:
+            prefix = _per_row(search["rule_prefix"], rows_per_sentence)
+            width = ops.shape(prefix)[1]
+            given = ops.take(prefix, ops.minimum(t, width - 1), axis=1)  # [N]
+            forcing = ops.expand_dims(ops.logical_and(t < width, ops.not_equal(given, PAD_ID)), 1)
+            only_given = ops.where(ops.equal(ops.expand_dims(ops.arange(ops.shape(scores)[-1]), 0),
+                                             ops.expand_dims(given, 1)), unruled, NEG_INF)
+            scores = ops.where(forcing, only_given, scores)
         return scores
 
 

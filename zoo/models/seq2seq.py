@@ -26,7 +26,7 @@ from zoo import backend as zoo_backend
 from zoo import decoding, inspection
 from zoo.text import codec, tokenizers
 from zoo.text.preprocessor import TranslationPreprocessor
-from zoo.text.vocabulary import PAD_ID, START, START_ID
+from zoo.text.vocabulary import PAD_ID, START, START_ID, pad_batch
 
 
 
@@ -45,13 +45,14 @@ def output_limits(source_ids, max_length):
 
 
 def output_rules(source_ids, limits, max_length, no_repeat_ngram_size=None,
-                 min_length_ratio=None, max_length_ratio=None):
+                 min_length_ratio=None, max_length_ratio=None, prefix=None):
     """``decoding.OutputRules`` for these sources (``limits [B]``: ``output_limits``).
 
     A translation has at least ``floor(min_length_ratio * source tokens)`` tokens before
     ``[END]`` and ends with ``[END]`` after at most ``ceil(max_length_ratio * source
-    tokens)`` (and before its limit). The options may be tensors (a SavedModel's inputs:
-    a ratio <= 0 and n <= 0 are off there); one left None costs nothing.
+    tokens)`` (and before its limit); ``prefix [B, P]``: target ids each translation
+    starts with (right-padded). The options may be tensors (a SavedModel's inputs: a
+    ratio <= 0 and n <= 0 are off there); one left None costs nothing.
     """
     source_lengths = ops.cast(ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "int32"),
                                       axis=1), "float32")
@@ -65,7 +66,7 @@ def output_rules(source_ids, limits, max_length, no_repeat_ngram_size=None,
         min_lengths = ops.cast(ops.floor(ops.cast(min_length_ratio, "float32") * source_lengths),
                                "int32")
         min_lengths = ops.minimum(min_lengths, limits - 1 if end_lengths is None else end_lengths)
-    return decoding.OutputRules(no_repeat_ngram_size, min_lengths, end_lengths)
+    return decoding.OutputRules(no_repeat_ngram_size, min_lengths, end_lengths, prefix)
 
 
 def _pad_for_compilation(source_ids):
@@ -352,35 +353,42 @@ class Seq2Seq(keras.Model):
         return step, state, memory
 
     def _search(self, beam_size, max_length, return_attention, num_hypotheses=None,
-                sampling=False, rules=None):
+                sampling=False, rules=None, prefixed=False):
         """The compiled search: ``generate_ids``, ``generate_hypotheses`` when
         ``num_hypotheses`` is given, ``generate_samples`` (which takes the sampling
         arguments as inputs, so a new seed compiles nothing) when ``sampling``; each
-        with the ``rules`` (``codec.check_output_rules``' dict) compiled in."""
+        with the ``rules`` (``codec.check_output_rules``' dict) compiled in, and, when
+        ``prefixed``, the prefix ids ``[B, P]`` as its last input."""
         rules = dict(rules or {})
+
+        def with_prefix(prefix):
+            return {**rules, "prefix": prefix[0]} if prefix else rules
+
         if sampling:
-            def search(source_ids, row_ids, temperature, seed, top_k, top_p):
+            def search(source_ids, row_ids, temperature, seed, top_k, top_p, *prefix):
                 return self.generate_samples(source_ids, temperature, seed, top_k, top_p,
-                                             row_ids, max_length, return_attention, rules=rules)
+                                             row_ids, max_length, return_attention,
+                                             rules=with_prefix(prefix))
         elif num_hypotheses is None:
-            def search(source_ids):
+            def search(source_ids, *prefix):
                 return self.generate_ids(source_ids, beam_size, max_length, return_attention,
-                                         rules)
+                                         with_prefix(prefix))
         else:
-            def search(source_ids):
+            def search(source_ids, *prefix):
                 return self.generate_hypotheses(source_ids, beam_size, num_hypotheses,
-                                                max_length, return_attention, rules)
+                                                max_length, return_attention, with_prefix(prefix))
         key = ("search", beam_size, max_length, return_attention, num_hypotheses, sampling,
-               tuple(sorted(rules.items())))
+               tuple(sorted(rules.items())), prefixed)
         return zoo_backend.model_function(self, key, search)
 
     def _decode(self, texts, beam_size, max_length, batch_size, return_attention=False,
-                num_hypotheses=None, sampling=None, rules=None):
+                num_hypotheses=None, sampling=None, rules=None, prefixes=None):
         """Yield ``(index, token ids, attention [L, S] or None, source ids)`` per text;
         with ``num_hypotheses``, ``(index, token ids [n, L], attention [n, L, S] or None,
         source ids, scores [n])``. ``sampling``: ``(temperature, seed, top_k, top_p)``
         checked, to draw each translation (a text's draws depend on its index in
-        ``texts``, not on the batch it falls in); ``rules``: checked output rules."""
+        ``texts``, not on the batch it falls in); ``rules``: checked output rules;
+        ``prefixes``: per text, the target ids its translation starts with."""
         texts = codec.text_list(texts)
         for name, value in (("beam_size", beam_size), ("max_length", max_length),
                             ("num_hypotheses", num_hypotheses)):
@@ -394,7 +402,7 @@ class Seq2Seq(keras.Model):
         preprocessor = self._require_preprocessor()
         texts = [preprocessor.accepted_source(text, position) for position, text in enumerate(texts)]
         search = self._search(beam_size, max_length or self.max_output_length, return_attention,
-                              num_hypotheses, sampling is not None, rules)
+                              num_hypotheses, sampling is not None, rules, prefixes is not None)
         # Similar lengths together: less padding, and the batch stops sooner.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch_size):
@@ -405,6 +413,8 @@ class Seq2Seq(keras.Model):
                 temperature, seed, top_k, top_p = sampling
                 inputs += [np.asarray(chunk, np.int32), np.float32(temperature), np.int32(seed),
                            np.int32(top_k), np.float32(top_p)]
+            if prefixes is not None:
+                inputs.append(_pad_for_compilation(pad_batch([prefixes[i] for i in chunk])))
             tokens, *scores, attention = search(*inputs)
             if attention is not None:
                 attention = attention[..., : source_ids.shape[1]]
@@ -416,7 +426,7 @@ class Seq2Seq(keras.Model):
                   batch_size=64, attention_level="word", check_outputs=True,
                   num_hypotheses=None, sampling=False, temperature=1.0, top_k=None, top_p=None,
                   seed=None, no_repeat_ngram_size=None, min_length_ratio=None,
-                  max_length_ratio=None):
+                  max_length_ratio=None, prefix=None):
         """Translate a list of strings.
 
         Args:
@@ -451,6 +461,9 @@ class Seq2Seq(keras.Model):
                 * S)`` (then ``[END]`` is forced), S the source's pieces: a long sentence
                 cannot end after a word, nor run on. None (the default) for each: off
                 (``max_length`` and ``2 * S + 10`` still bound every translation).
+            prefix: per text, the start of its translation (a string, whole words; ""
+                for none): the translation begins with its pieces, and the search goes
+                on from there (interactive translation). A beam's score includes them.
 
         Raises:
             ValueError: a text is not a string, too long, or outside the model's input
@@ -467,19 +480,22 @@ class Seq2Seq(keras.Model):
         if return_attention:
             self._check_attention_level(attention_level)
         rules = codec.check_output_rules(no_repeat_ngram_size, min_length_ratio, max_length_ratio)
+        prefixes = self._prefix_ids(prefix, len(texts))
         if num_hypotheses is not None:
             if sampling:
                 raise ValueError("num_hypotheses is for beam search; sampling draws one "
                                  "translation per text.")
             return self._n_best(texts, beam_size, num_hypotheses, max_length, batch_size,
-                                return_attention, attention_level, check_outputs, rules)
+                                return_attention, attention_level, check_outputs, rules,
+                                prefixes)
         drawing = None
         if sampling:
             drawing = codec.check_translation_sampling(beam_size, temperature, seed, top_k, top_p)
         translations, attentions = [None] * len(texts), [None] * len(texts)
         for index, ids, attention, source_ids in self._decode(texts, beam_size, max_length,
                                                                batch_size, return_attention,
-                                                               sampling=drawing, rules=rules):
+                                                               sampling=drawing, rules=rules,
+                                                               prefixes=prefixes):
             translations[index] = self.preprocessor.decode_translation(source_ids, ids)
             if return_attention:
                 if not translations[index]:
@@ -490,12 +506,22 @@ class Seq2Seq(keras.Model):
             self.preprocessor.check_outputs(texts, translations)
         return (translations, attentions) if return_attention else translations
 
+    def _prefix_ids(self, prefix, count):
+        """Per text, the target ids of its ``prefix`` (None: no prefix)."""
+        if prefix is None:
+            return None
+        prefix = codec.text_list(prefix)
+        if len(prefix) != count:
+            raise ValueError(f"prefix needs one string per text; received {len(prefix)} for "
+                             f"{count} texts.")
+        return self._require_preprocessor().target_rows(prefix)
+
     def _n_best(self, texts, beam_size, num_hypotheses, max_length, batch_size,
-                return_attention, attention_level, check_outputs, rules=None):
+                return_attention, attention_level, check_outputs, rules=None, prefixes=None):
         results = [None] * len(texts)
         for index, hypotheses, attentions, source_ids, scores in self._decode(
                 texts, beam_size, max_length, batch_size, return_attention, num_hypotheses,
-                rules=rules):
+                rules=rules, prefixes=prefixes):
             results[index] = []
             for n, ids in enumerate(hypotheses):
                 text = self.preprocessor.decode_translation(source_ids, ids)
