@@ -270,6 +270,13 @@ def test_both_architectures_export_after_translating(toy_translators, kind, tmp_
     saved = tf.saved_model.load(str(export.export(model, "saved_model", tmp_path, name=kind)))
     served = saved.signatures["serving_default"](texts=tf.constant(SOURCES))["translations"]
     assert [t.decode() for t in served.numpy()] == expected
+    prefixes = ["You read", "", "He is"] + [""] * (len(SOURCES) - 3)
+    for beam_size in (1, 3):
+        served = saved.signatures["translate_with_prefix"](
+            texts=tf.constant(SOURCES), prefixes=tf.constant(prefixes),
+            beam_size=tf.constant(beam_size))["translations"]
+        assert [t.decode() for t in served.numpy()] == model.translate(
+            SOURCES, beam_size=beam_size, prefix=prefixes)
     translator = TFLiteTranslator(export.export(model, "tflite", tmp_path, name=kind))
     assert translator.translate(SOURCES) == expected
     assert translator.translate(SOURCES, beam_size=5) == model.translate(SOURCES, beam_size=5)

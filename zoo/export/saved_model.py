@@ -12,7 +12,9 @@ and a plain ``tf.saved_model.load`` can run it without ``zoo`` installed:
   cut), top_p: float32[] (1: no cut))`` (what ``model.translate(texts, sampling=True,
   ...)`` draws with that seed) and ``translate_with_rules(texts, beam_size,
   no_repeat_ngram_size: int32[], min_length_ratio: float32[], max_length_ratio:
-  float32[])`` (``model.translate``'s output rules; 0 turns one off);
+  float32[])`` (``model.translate``'s output rules; 0 turns one off) and
+  ``translate_with_prefix(texts, prefixes: string[B], beam_size)`` (``model.translate(texts,
+  beam_size, prefix=prefixes)``);
 - language model: ``serving_default(prompt: string[], length: int32[],
   temperature: float32[], seed: int32[], top_k: int32[] (0: no cut), top_p: float32[]
   (1: no cut)) -> {"text": string[]}`` (the continuation);
@@ -69,6 +71,17 @@ def _serving_functions(model, codec):
         )
         return {"translations": codec.decode(source_ids, ids)}
 
+    def translate_with_prefix(texts, prefixes, beam_size):
+        with tf.control_dependencies(_beam_checks(beam_size)):
+            source_ids = codec.encode(texts)
+        rules = {"prefix": codec.encode_targets(prefixes)}
+        ids = tf.cond(
+            tf.equal(beam_size, 1),
+            lambda: model.generate_ids(source_ids, rules=rules)[0],
+            lambda: model.generate_ids(source_ids, beam_size, rules=rules)[0],
+        )
+        return {"translations": codec.decode(source_ids, ids)}
+
     def translate_n_best(texts, beam_size, num_hypotheses):
         checks = _beam_checks(beam_size) + [
             tf.debugging.assert_greater_equal(
@@ -92,7 +105,7 @@ def _serving_functions(model, codec):
         return {"translations": codec.decode(source_ids, ids)}
 
     return (serving_default, translate_beam, translate_n_best, translate_sample,
-            translate_with_rules)
+            translate_with_rules, translate_with_prefix)
 
 
 def _sampling_checks(temperature, seed, top_k, top_p):
@@ -116,10 +129,11 @@ def _beam_checks(beam_size):
 def _translation_endpoints(model):
     """``serving_default(texts)``, ``translate_beam(texts, beam_size)``,
     ``translate_n_best(texts, beam_size, num_hypotheses) -> {"translations": string[B, n],
-    "scores": float32[B, n]}``, ``translate_sample`` and ``translate_with_rules``."""
+    "scores": float32[B, n]}``, ``translate_sample``, ``translate_with_rules`` and
+    ``translate_with_prefix``."""
     codec = model._require_preprocessor().graph()
-    (serving_default, translate_beam, translate_n_best, translate_sample,
-     translate_with_rules) = _serving_functions(model, codec)
+    (serving_default, translate_beam, translate_n_best, translate_sample, translate_with_rules,
+     translate_with_prefix) = _serving_functions(model, codec)
     texts = tf.TensorSpec([None], tf.string, name="texts")
     beam_size = tf.TensorSpec([], tf.int32, name="beam_size")
     return codec.resources, {
@@ -135,6 +149,8 @@ def _translation_endpoints(model):
             texts, beam_size, tf.TensorSpec([], tf.int32, name="no_repeat_ngram_size"),
             tf.TensorSpec([], tf.float32, name="min_length_ratio"),
             tf.TensorSpec([], tf.float32, name="max_length_ratio")]),
+        "translate_with_prefix": (translate_with_prefix, [
+            texts, tf.TensorSpec([None], tf.string, name="prefixes"), beam_size]),
     }
 
 
