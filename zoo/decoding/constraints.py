@@ -29,7 +29,8 @@ class OutputRules:
     def __init__(self, no_repeat_ngram_size=None, min_lengths=None, end_lengths=None,
                  prefix=None):
         self.no_repeat_ngram_size = no_repeat_ngram_size
-        self.per_sentence = {"min_lengths": min_lengths, "end_lengths": end_lengths, "prefix": prefix}
+        self.per_sentence = {"min_lengths": min_lengths, "end_lengths": end_lengths,
+                             "prefix": prefix}
 
     def initial(self):
         """The search's per-sentence entries ``{name: [B, ...] int32}``."""

@@ -47,40 +47,28 @@ def _serving_functions(model, codec):
         ids, _ = model.generate_ids(source_ids)
         return {"translations": codec.decode(source_ids, ids)}
 
-    def translate_beam(texts, beam_size):
+    def searched(texts, beam_size, rules=None):
         with tf.control_dependencies(_beam_checks(beam_size)):
             source_ids = codec.encode(texts)
         # Beam 1 takes the greedy path, exactly as model.translate(beam_size=1) does.
         ids = tf.cond(
             tf.equal(beam_size, 1),
-            lambda: model.generate_ids(source_ids)[0],
-            lambda: model.generate_ids(source_ids, beam_size)[0],
+            lambda: model.generate_ids(source_ids, rules=rules)[0],
+            lambda: model.generate_ids(source_ids, beam_size, rules=rules)[0],
         )
         return {"translations": codec.decode(source_ids, ids)}
+
+    def translate_beam(texts, beam_size):
+        return searched(texts, beam_size)
 
     def translate_with_rules(texts, beam_size, no_repeat_ngram_size, min_length_ratio,
                              max_length_ratio):
-        with tf.control_dependencies(_beam_checks(beam_size)):
-            source_ids = codec.encode(texts)
-        rules = {"no_repeat_ngram_size": no_repeat_ngram_size,
-                 "min_length_ratio": min_length_ratio, "max_length_ratio": max_length_ratio}
-        ids = tf.cond(
-            tf.equal(beam_size, 1),
-            lambda: model.generate_ids(source_ids, rules=rules)[0],
-            lambda: model.generate_ids(source_ids, beam_size, rules=rules)[0],
-        )
-        return {"translations": codec.decode(source_ids, ids)}
+        return searched(texts, beam_size, {
+            "no_repeat_ngram_size": no_repeat_ngram_size, "min_length_ratio": min_length_ratio,
+            "max_length_ratio": max_length_ratio})
 
     def translate_with_prefix(texts, prefixes, beam_size):
-        with tf.control_dependencies(_beam_checks(beam_size)):
-            source_ids = codec.encode(texts)
-        rules = {"prefix": codec.encode_targets(prefixes)}
-        ids = tf.cond(
-            tf.equal(beam_size, 1),
-            lambda: model.generate_ids(source_ids, rules=rules)[0],
-            lambda: model.generate_ids(source_ids, beam_size, rules=rules)[0],
-        )
-        return {"translations": codec.decode(source_ids, ids)}
+        return searched(texts, beam_size, {"prefix": codec.encode_targets(prefixes)})
 
     def translate_n_best(texts, beam_size, num_hypotheses):
         checks = _beam_checks(beam_size) + [

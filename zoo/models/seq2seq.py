@@ -561,8 +561,9 @@ class Seq2Seq(keras.Model):
         scorer = zoo_backend.model_function(self, ("score",), self._target_log_probabilities)
         results = []
         for start in range(0, len(sources), batch_size):
-            source_ids = preprocessor.encode_sources(sources[start : start + batch_size])
-            decoder_in, decoder_out = preprocessor.encode_targets(targets[start : start + batch_size])
+            batch = slice(start, start + batch_size)
+            source_ids = preprocessor.encode_sources(sources[batch])
+            decoder_in, decoder_out = preprocessor.encode_targets(targets[batch])
             log_probabilities = np.asarray(scorer(
                 *map(_pad_for_compilation, (source_ids, decoder_in, decoder_out))))
             counts = (decoder_out != PAD_ID).sum(axis=1)
