@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from zoo._startup import is_startup_noise
@@ -146,6 +147,50 @@ def test_translate_n_best_with_scores(toy_preset, capsys):
     assert capsys.readouterr().err == (
         "zoo: error: --n-best must be at most --beam (2): a beam holds that many "
         "hypotheses; received 3.\n")
+
+
+def test_score_prints_each_pairs_log_probability(toy_preset, tmp_path, capsys):
+    import json
+
+    import zoo
+    from zoo.cli import main
+
+    data = tmp_path / "pairs.tsv"
+    data.write_text("I read a book.\t我读了一本书。\tattribution\nHello.\t你好。\n", encoding="utf-8")
+    expected = zoo.load(toy_preset).score(["我读了一本书。", "你好。"], ["I read a book.", "Hello."])
+    assert main(["score", str(toy_preset), "--data", str(data)]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [line[2:] for line in lines] == [["我读了一本书。", "I read a book."], ["你好。", "Hello."]]
+    np.testing.assert_allclose([[float(line[0]), float(line[1])] for line in lines],
+                               [[e["total"], e["per_token"]] for e in expected], atol=1e-4)
+    assert main(["score", str(toy_preset), "--data", str(data), "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows[1] == {"source": "你好。", "target": "Hello.", **expected[1]}
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("")
+    assert main(["score", str(toy_preset), "--data", str(empty)]) == 2
+    assert capsys.readouterr().err == f"zoo: error: {empty} holds no sentence pairs.\n"
+
+
+def test_translate_with_output_rules(toy_preset, tmp_path, capsys):
+    import zoo
+    from zoo.cli import main
+
+    model = zoo.load(toy_preset)
+    rules = dict(no_repeat_ngram_size=1, min_length_ratio=1.5)
+    expected = model.translate(["我读了一本书。", "你好。"], beam_size=3, **rules)
+    assert expected != model.translate(["我读了一本书。", "你好。"], beam_size=3)
+    options = ["--beam", "3", "--no-repeat-ngram", "1", "--min-length-ratio", "1.5"]
+    assert main(["translate", str(toy_preset), *options, "我读了一本书。", "你好。"]) == 0
+    assert capsys.readouterr().out.splitlines() == expected
+    source, output = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("我读了一本书。\n你好。\n", encoding="utf-8")
+    assert main(["translate", str(toy_preset), *options, "--input", str(source),
+                 "--output", str(output)]) == 0
+    assert output.read_text(encoding="utf-8").splitlines() == expected
+    assert main(["translate", str(toy_preset), "--max-length-ratio", "0", "你好。"]) == 2
+    assert capsys.readouterr().err == ("zoo: error: --max-length-ratio must be a positive "
+                                       "number or None; received 0.0.\n")
 
 
 def test_translate_file_usage_errors(toy_preset, tmp_path, capsys):

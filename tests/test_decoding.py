@@ -148,6 +148,42 @@ def test_gnmt_length_penalty_values():
     np.testing.assert_allclose(decoding.length_penalty(tf.constant([1, 7]), 1.0), [1.0, 2.0])
 
 
+def test_coverage_penalty_prefers_the_hypothesis_that_reads_the_whole_source():
+    """[B, END] is likelier (0.55 against 0.45), but while writing it the attention
+    looks at source position 1 only 0.1 in all; [A, END] reads both positions fully.
+    GNMT's cp = beta * sum_i log(min(coverage_i, 1)) = beta * log(0.1) for [B, END]."""
+    table = {START_ID: {A: 0.45, B: 0.55}, A: {END_ID: 1.0}, B: {END_ID: 1.0}}
+    markov = _markov_step(table)
+    looks_at = np.zeros((VOCAB, 2), "float32")
+    looks_at[:, 0] = 1.0  # [START], and [END] (after which nothing is kept)
+    looks_at[A], looks_at[B] = [0.0, 1.0], [0.9, 0.1]
+    looks_at = tf.constant(looks_at)
+
+    def step(tokens, state):
+        logits, state, _ = markov(tokens, state)
+        return logits, state, tf.gather(looks_at, tokens)
+
+    def search(beta):
+        return decoding.beam_hypotheses(step, {"steps": tf.zeros([1, 1])}, 1, 4, beam_size=2,
+                                        num_hypotheses=2, alpha=0.0, source_length=2, beta=beta)
+
+    tokens, scores, _ = search(0.0)
+    assert tokens.numpy()[0, 0, :2].tolist() == [B, END_ID]
+    tokens, scores, _ = search(0.5)
+    assert tokens.numpy()[0, :, :2].tolist() == [[A, END_ID], [B, END_ID]]
+    np.testing.assert_allclose(scores.numpy()[0], [np.log(0.45), np.log(0.55) + 0.5 * np.log(0.1)],
+                               rtol=1e-5)
+    with pytest.raises(ValueError, match="A coverage penalty reads the attention"):
+        decoding.beam_hypotheses(step, {"steps": tf.zeros([1, 1])}, 1, 4, beam_size=2,
+                                 source_length=2, beta=0.5, return_attention=False)
+
+
+def test_coverage_penalty_values():
+    history = tf.constant([[[0.5, 0.25, 0.0], [0.7, 0.25, 0.0]]])  # 2 steps, 3rd position: padding
+    np.testing.assert_allclose(decoding.coverage_penalty(history, 0.2),
+                               [0.2 * np.log(0.5)], rtol=1e-6)
+
+
 # -- n-best ----------------------------------------------------------------------------
 
 # Three ways to end, each with a probability known in advance:
@@ -230,9 +266,17 @@ def _random_table(rng):
             for previous in range(VOCAB)}
 
 
+def _rules():
+    return decoding.OutputRules(2, min_lengths=tf.constant([2, 1, 3, 0]),
+                                end_lengths=tf.constant([6, 1, 9, 3]),
+                                prefix=tf.constant([[A, B], [C, PAD_ID], [PAD_ID] * 2, [B, B]]))
+
+
 STRATEGIES = {
     "greedy": lambda: decoding.Greedy(),
+    "greedy with rules": lambda: decoding.Greedy(rules=_rules()),
     "beam": lambda: decoding.Beam(3, num_hypotheses=2, alpha=0.6),
+    "beam with rules": lambda: decoding.Beam(3, num_hypotheses=2, alpha=0.6, rules=_rules()),
     "sampling": lambda: decoding.Sampling(1.0, 5, top_k=4, top_p=0.9,
                                           row_ids=tf.constant([10, 11, 12, 13])),
 }
@@ -252,6 +296,9 @@ def test_a_batch_gives_what_each_sentence_gives_alone(strategy):
         chosen = STRATEGIES[strategy]()
         if strategy == "sampling":
             chosen.row_ids = tf.gather(chosen.row_ids, rows)
+        if getattr(chosen, "rules", None) is not None:
+            chosen.rules.per_sentence = {name: tf.gather(values, rows)
+                                    for name, values in chosen.rules.per_sentence.items()}
         return decoding.decode(
             step, {"steps": tf.zeros([len(rows), 1])}, chosen, len(rows),
             9, source_length=3, max_lengths=tf.gather(limits, rows),
@@ -263,6 +310,86 @@ def test_a_batch_gives_what_each_sentence_gives_alone(strategy):
         np.testing.assert_allclose(part, np.concatenate([a[output] for a in alone]), rtol=1e-6)
     tokens = batch[0].numpy().reshape(4, -1, 9)
     assert (tokens[1, :, 3:] == PAD_ID).all() and (tokens[3, :, 5:] == PAD_ID).all()
+
+
+# -- output rules: repeated n-grams, length bounds ------------------------------------------
+
+def test_the_tokens_that_would_repeat_an_ngram():
+    history = tf.constant([[A, B, A, 0, 0, 0], [A, B, C, A, B, 0]])
+    banned = decoding.repeated_ngram_tokens(history, tf.constant(3), 2, VOCAB).numpy()
+    assert np.flatnonzero(banned[0]).tolist() == [B]  # (A, B) is there: A B A -> not B
+    assert not banned[1].any()  # its last token, C, starts no bigram yet
+    banned = decoding.repeated_ngram_tokens(history, tf.constant(5), 2, VOCAB).numpy()
+    assert np.flatnonzero(banned[1]).tolist() == [C]  # ... A B -> (B, C) is there
+    banned = decoding.repeated_ngram_tokens(history, tf.constant(5), 3, VOCAB).numpy()
+    assert np.flatnonzero(banned[1]).tolist() == [C]  # (A, B, C)
+    banned = decoding.repeated_ngram_tokens(history, tf.constant(5), 1, VOCAB).numpy()
+    assert np.flatnonzero(banned[1]).tolist() == [A, B, C]  # every token once
+    assert not decoding.repeated_ngram_tokens(history, tf.constant(5), 0, VOCAB).numpy().any()
+
+
+def _ngrams(tokens, n):
+    tokens = [t for t in tokens if t != PAD_ID]
+    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+
+
+# A loop that stutters: A B A B ... and [END] only ever 1% likely; C is the way out.
+STUTTER = {START_ID: {A: 0.9, END_ID: 0.1}, A: {B: 0.9, C: 0.05, END_ID: 0.05},
+           B: {A: 0.9, C: 0.09, END_ID: 0.01}, C: {END_ID: 1.0}}
+SEARCHES = {"greedy": lambda rules: decoding.Greedy(rules=rules),
+            "beam": lambda rules: decoding.Beam(3, alpha=0.0, rules=rules)}
+
+
+def _decode_rows(search, table, rules, rows=1, max_length=8):
+    tokens, *_ = decoding.decode(_markov_step(table), {"steps": tf.zeros([rows, 1])},
+                                 SEARCHES[search](rules), rows, max_length, source_length=3)
+    return tokens.numpy().reshape(rows, max_length)
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_no_repeat_ngram_size_stops_a_stutter(search):
+    stutter = _decode_rows(search, STUTTER, None)[0]
+    assert len(set(_ngrams(stutter, 2))) < len(_ngrams(stutter, 2))  # A B A B ...
+    for n in (2, 3):
+        tokens = _decode_rows(search, STUTTER, decoding.OutputRules(n))[0]
+        assert len(set(_ngrams(tokens, n))) == len(_ngrams(tokens, n)), tokens
+        assert END_ID in tokens
+
+
+# [END] at once is likeliest (0.6); else A, which ends at once.
+QUICK_END = {START_ID: {END_ID: 0.6, A: 0.3, B: 0.1}, A: {END_ID: 0.9, C: 0.1},
+             B: {END_ID: 0.5, C: 0.5}, C: {C: 0.5, END_ID: 0.5}}
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_a_minimum_length_masks_the_end_and_a_maximum_forces_it(search):
+    assert _decode_rows(search, QUICK_END, None)[0, 0] == END_ID
+    lengths = tf.constant([0, 2, 3])
+    tokens = _decode_rows(search, QUICK_END, decoding.OutputRules(min_lengths=lengths), rows=3)
+    ends = [list(row).index(END_ID) for row in tokens]
+    assert ends[0] == 0 and ends[1] >= 2 and ends[2] >= 3
+    # A loop that ends, unlikely, at any step, runs to the most tokens (8) without the
+    # rule; with it, it ends with [END] at the latest at its sentence's bound (greedy:
+    # there; beam search may find an earlier end more probable).
+    loop = {START_ID: {A: 1.0}, A: {A: 0.99, END_ID: 0.01}}
+    np.testing.assert_array_equal(_decode_rows(search, loop, None), [[A] * 8])
+    tokens = _decode_rows(search, loop, decoding.OutputRules(end_lengths=tf.constant([2, 5, 9])),
+                          rows=3)
+    ends = [list(row).index(END_ID) for row in tokens[:2]]
+    assert ends == [2, 5] if search == "greedy" else ends[0] <= 2 and ends[1] <= 5
+    np.testing.assert_array_equal(tokens[2], [A] * 8)  # a bound past the most tokens
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+def test_a_prefix_is_kept_and_the_search_goes_on_from_it(search):
+    """STUTTER's search starts A B; given B C (C: 5%, then [END]) or B B (a repeated
+    bigram would be banned by the rule; the prefix overrides it), it keeps them."""
+    prefix = tf.constant([[B, C, PAD_ID], [B, B, B], [PAD_ID] * 3])
+    tokens = _decode_rows(search, STUTTER, decoding.OutputRules(2, prefix=prefix), rows=3)
+    assert tokens[0, :3].tolist() == [B, C, END_ID]
+    assert tokens[1, :3].tolist() == [B, B, B]
+    np.testing.assert_array_equal(tokens[2], _decode_rows(search, STUTTER,
+                                                          decoding.OutputRules(2))[0])
 
 
 def test_a_sentence_ends_at_its_own_limit():

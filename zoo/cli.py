@@ -88,13 +88,14 @@ def _command_translate(args):
                          "translated one line per line).")
     _check_search_options(beam_size=args.beam, max_length=args.max_length,
                           num_hypotheses=args.n_best, batch_size=args.batch_size)
+    args.rules = _output_rules(args)
     model = _load_translator(args.name)
     if args.n_best is not None:
         return _print_n_best(model, args)
     if args.texts:
         for translation in model.translate(args.texts, beam_size=args.beam,
                                            max_length=args.max_length,
-                                           batch_size=args.batch_size):
+                                           batch_size=args.batch_size, **args.rules):
             print(translation)
         return 0
     return _translate_file(model, args)
@@ -120,11 +121,29 @@ def _check_search_options(**arguments):
         raise UsageError(message) from None
 
 
+def _output_rules(args):
+    """``translate``'s output rules from --no-repeat-ngram, --min/--max-length-ratio, with
+    the options' names in the errors."""
+    from zoo.text import codec
+
+    try:
+        return codec.check_output_rules(args.no_repeat_ngram, args.min_length_ratio,
+                                        args.max_length_ratio)
+    except ValueError as error:
+        message = str(error)
+        for option, name in (("--no-repeat-ngram", "no_repeat_ngram_size"),
+                             ("--min-length-ratio", "min_length_ratio"),
+                             ("--max-length-ratio", "max_length_ratio")):
+            message = message.replace(name, option)
+        raise UsageError(message) from None
+
+
 def _print_n_best(model, args):
     """Per text, its hypotheses best first as ``score<TAB>translation``; a blank line
     between texts."""
     results = model.translate(args.texts, beam_size=args.beam, max_length=args.max_length,
-                              batch_size=args.batch_size, num_hypotheses=args.n_best)
+                              batch_size=args.batch_size, num_hypotheses=args.n_best,
+                              **args.rules)
     for position, hypotheses in enumerate(results):
         if position:
             print()
@@ -146,7 +165,7 @@ def _translate_file(model, args):
         refused = file_translation.translate_lines(
             model, lines, lambda text: output.write(text + "\n"), beam_size=args.beam,
             batch_size=args.batch_size, max_length=args.max_length, progress=progress,
-            total=total)
+            total=total, rules=args.rules)
     if refused:
         print(f"{refused} line(s) could not be translated and were written empty "
               "(reported above).", file=sys.stderr)
@@ -292,6 +311,26 @@ def _command_evaluate(args):
     return 0
 
 
+def _command_score(args):
+    """Per pair of --data, ``total<TAB>per_token<TAB>source<TAB>target``: its
+    log-probability under teacher forcing (``Seq2Seq.score``), or a JSON object a line."""
+    from zoo.training.translation import read_pairs_file
+
+    if args.batch_size < 1:
+        raise UsageError(f"--batch-size must be a positive number of pairs; got {args.batch_size}.")
+    model = _load_translator(args.name)
+    sources, targets = read_pairs_file(model, args.data)
+    if not sources:
+        raise UsageError(f"{args.data} holds no sentence pairs.")
+    for source, target, result in zip(sources, targets,
+                                      model.score(sources, targets, args.batch_size)):
+        if args.json:
+            print(json.dumps({"source": source, "target": target, **result}, ensure_ascii=False))
+        else:
+            print(f"{result['total']:.4f}\t{result['per_token']:.4f}\t{source}\t{target}")
+    return 0
+
+
 def _command_train(args):
     from zoo import backend, training
     from zoo.training import loop
@@ -404,6 +443,12 @@ def build_parser():
     translate.add_argument("--max-length", type=int, help="most output tokens")
     translate.add_argument("--n-best", type=int, help="print the N best hypotheses of the "
                            "beam with their scores (length-normalised log-probabilities)")
+    translate.add_argument("--no-repeat-ngram", type=int, metavar="N",
+                           help="never say an N-gram of pieces twice (default: off)")
+    translate.add_argument("--min-length-ratio", type=float, metavar="R",
+                           help="at least R x the source's pieces before the end (default: off)")
+    translate.add_argument("--max-length-ratio", type=float, metavar="R",
+                           help="end after at most R x the source's pieces (default: off)")
     translate.add_argument("--input", help="a UTF-8 file: one sentence per line")
     translate.add_argument("--output", help="where the translations go, one line per input "
                            "line (default: stdout)")
@@ -465,6 +510,17 @@ def build_parser():
     evaluate.add_argument("--json", action="store_true",
                           help="print one JSON object on stdout, the scores' lines on stderr")
     evaluate.set_defaults(run=_command_evaluate)
+
+    scoring = commands.add_parser(
+        "score", help="log-probability of given translations under a translator (teacher forced)")
+    scoring.add_argument("name")
+    scoring.add_argument("--data", required=True,
+                         help="TSV (English, other language), as zoo evaluate reads; each "
+                              "pair's translation is scored given its source")
+    scoring.add_argument("--batch-size", type=int, default=64)
+    scoring.add_argument("--json", action="store_true",
+                         help="one JSON object a line: source, target, total, per_token, tokens")
+    scoring.set_defaults(run=_command_score)
 
     train = commands.add_parser("train", help="train a preset from its recipe in zoo/recipes")
     train.add_argument("recipe", help="recipe name (zoo/recipes/NAME.json) or path")
@@ -547,6 +603,7 @@ EXAMPLES = {
         'echo "Where is the station?" | zoo translate gru_bahdanau_en_cmn',
         'zoo translate gru_bahdanau_en_fr --beam 5 --n-best 3 "Try again."',
         "zoo translate gru_bahdanau_en_fr --input book.txt --output livre.txt",
+        'zoo translate gru_bahdanau_cmn_en --beam 5 --no-repeat-ngram 3 "将烤箱预热至180度。"',
     ],
     "attention": [
         'zoo attention gru_bahdanau_cmn_en "我读了一本书。" --out alignment.png',
@@ -568,6 +625,10 @@ EXAMPLES = {
         "zoo evaluate gru_bahdanau_cmn_en --data my_pairs.tsv --beam 5 --json > scores.json",
         "python -m zoo.data.generated addition test 5000 > addition_test.tsv",
         "zoo evaluate lstm_seq2seq_addition --data addition_test.tsv",
+    ],
+    "score": [
+        "zoo score gru_bahdanau_en_fr --data my_pairs.tsv",
+        "zoo score gru_bahdanau_cmn_en --data my_pairs.tsv --json > log_probabilities.jsonl",
     ],
     "train": [
         "zoo train gru_bahdanau_cmn_en --data pairs.tsv --out my_models/mine",

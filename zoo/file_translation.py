@@ -21,13 +21,15 @@ WINDOW_BATCHES = 16
 
 
 def translate_lines(model, lines, write, *, beam_size=1, batch_size=64, max_length=None,
-                    report=None, progress=False, total=None):
+                    report=None, progress=False, total=None, rules=None):
     """Translate ``lines`` (an iterable of ``bytes`` or ``str``, line ends included or
     not) and ``write(text)`` one translation per line, in order.
 
     ``report(message)`` receives one message per line written empty because it could
     not be translated (default: print to stderr). ``progress``: a tqdm bar on stderr,
     in sentences per second (``total``: the number of lines, when known).
+
+    ``rules``: ``model.translate``'s output rules (``no_repeat_ngram_size``, ...).
 
     Returns the number of lines reported.
     """
@@ -41,14 +43,14 @@ def translate_lines(model, lines, write, *, beam_size=1, batch_size=64, max_leng
             window.append((number, line))
             if len(window) == batch_size * WINDOW_BATCHES:
                 reported += _translate_window(model, window, write, report, bar,
-                                              beam_size, batch_size, max_length)
+                                              beam_size, batch_size, max_length, rules)
                 window = []
         reported += _translate_window(model, window, write, report, bar,
-                                      beam_size, batch_size, max_length)
+                                      beam_size, batch_size, max_length, rules)
     return reported
 
 
-def _translate_window(model, window, write, report, bar, beam_size, batch_size, max_length):
+def _translate_window(model, window, write, report, bar, beam_size, batch_size, max_length, rules):
     """Translate and write one window of ``(line number, line)``; the number reported."""
     outputs, texts, problems = {}, {}, 0
 
@@ -72,7 +74,8 @@ def _translate_window(model, window, write, report, bar, beam_size, batch_size, 
         numbers = by_length[start : start + batch_size]
         batch = [texts[number] for number in numbers]
         translations = model.translate(batch, beam_size=beam_size, max_length=max_length,
-                                       batch_size=batch_size, check_outputs=False)
+                                       batch_size=batch_size, check_outputs=False,
+                                       **(rules or {}))
         for number, text, translation in zip(numbers, batch, translations):
             problem = _unreadable_output(model, text, translation)
             if problem:

@@ -88,6 +88,138 @@ def test_n_best_first_is_the_translation_and_scores_are_teacher_forced_log_proba
             np.testing.assert_allclose(scores[row, n], total / penalty, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_score_of_the_beams_own_output_is_its_score_without_length_penalty(trained, name):
+    """A beam's score is log-probability / ((5 + length) / 6) ** alpha: with alpha 0,
+    the total log-probability that ``score`` computes teacher-forced."""
+    model = trained[name]
+    alpha = model.length_penalty
+    model.length_penalty = 0.0
+    try:
+        n_best = model.translate(SOURCES, beam_size=4, num_hypotheses=3)
+    finally:
+        model.length_penalty = alpha
+    sources = [s for s, hypotheses in zip(SOURCES, n_best) for _ in hypotheses]
+    hypotheses = [h for row in n_best for h in row]
+    scored = model.score(sources, [h["text"] for h in hypotheses], batch_size=5)
+    np.testing.assert_allclose([s["total"] for s in scored], [h["score"] for h in hypotheses],
+                               atol=1e-4)
+    for result, hypothesis in zip(scored, hypotheses):
+        tokens = len(model.preprocessor.target_pieces(hypothesis["text"])) + 1  # and [END]
+        assert result["tokens"] == tokens
+        assert result["per_token"] == pytest.approx(result["total"] / tokens)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_output_rules_bound_every_translation(trained, beam_size):
+    model = trained["attention"]
+    preprocessor = model.preprocessor
+    lengths = [len(preprocessor.source_pieces(text)) for text in SOURCES]
+
+    def pieces(**rules):
+        return [preprocessor.target_pieces(text)
+                for text in model.translate(SOURCES, beam_size=beam_size, **rules)]
+
+    for produced in pieces(no_repeat_ngram_size=1):
+        assert len(set(produced)) == len(produced), produced
+    for produced, length in zip(pieces(min_length_ratio=1.5), lengths):
+        assert len(produced) >= int(1.5 * length)
+    for produced, length in zip(pieces(max_length_ratio=0.5), lengths):
+        assert len(produced) <= -(-length // 2)
+    # The beam's score stays the log-probability of what it chose.
+    (hypotheses,) = model.translate(SOURCES[:1], beam_size=3, num_hypotheses=2,
+                                    min_length_ratio=1.2)
+    penalty = ((5 + len(preprocessor.target_pieces(hypotheses[0]["text"])) + 1) / 6) \
+        ** model.length_penalty
+    np.testing.assert_allclose(model.score(SOURCES[:1], [hypotheses[0]["text"]])[0]["total"],
+                               hypotheses[0]["score"] * penalty, atol=1e-4)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"no_repeat_ngram_size": 0}, "no_repeat_ngram_size must be a positive integer or None; "
+                                  "received 0"),
+    ({"min_length_ratio": -1}, "min_length_ratio must be a positive number or None; received -1"),
+    ({"max_length_ratio": float("nan")}, "max_length_ratio must be a positive number or None"),
+    ({"min_length_ratio": 2, "max_length_ratio": 1},
+     r"min_length_ratio \(2\) must be at most max_length_ratio \(1\)"),
+])
+def test_bad_output_rules_are_clear_errors(trained, options, message):
+    with pytest.raises(ValueError, match=message):
+        trained["attention"].translate(SOURCES[:1], **options)
+
+
+def test_coverage_penalty_is_a_model_setting_for_attention_models(trained):
+    model = trained["attention"]
+    plain = model.translate(SOURCES, beam_size=3)
+    model.coverage_penalty = 0.4
+    try:
+        assert model.get_config()["coverage_penalty"] == 0.4
+        covered = model.translate(SOURCES, beam_size=3)
+        assert model.translate(SOURCES) == trained["attention"].translate(SOURCES)  # greedy
+        assert len(covered) == len(plain) and all(isinstance(t, str) for t in covered)
+        _, attentions = model.translate(SOURCES[:1], beam_size=3, return_attention=True)
+        assert attentions[0].shape[1] == 7
+    finally:
+        model.coverage_penalty = 0.0
+    with pytest.raises(ValueError, match="BottleneckSeq2Seq has no attention: a coverage penalty"):
+        trained["bottleneck"].coverage_penalty = 0.2
+    with pytest.raises(ValueError, match="coverage_penalty must be a number >= 0; received -1"):
+        model.coverage_penalty = -1
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_prefix_starts_the_translation_and_the_search_goes_on(trained, beam_size):
+    model = trained["attention"]
+    texts = ["我读了一本书。", "你好。", "他很高兴。"]
+    translations = model.translate(texts, beam_size=beam_size, prefix=["You read", "", "He"])
+    assert translations[0].startswith("You read") and translations[0] != "You read"
+    assert translations[1:] == model.translate(texts[1:], beam_size=beam_size)
+    with pytest.raises(ValueError, match="prefix needs one string per text; received 1 for 3"):
+        model.translate(texts, prefix=["You"])
+    if beam_size > 1:  # the score is the log-probability of the whole output, prefix included
+        alpha = model.length_penalty
+        model.length_penalty = 0.0
+        try:
+            (best,) = model.translate(texts[:1], beam_size=3, num_hypotheses=1,
+                                      prefix=["You read"])[0:1]
+        finally:
+            model.length_penalty = alpha
+        assert best[0]["text"] == translations[0]
+        np.testing.assert_allclose(model.score(texts[:1], [best[0]["text"]])[0]["total"],
+                                   best[0]["score"], atol=1e-4)
+
+
+def test_score_by_hand():
+    """With every weight 0 but the output bias, each step's distribution is
+    softmax(bias), whatever was read: a target's log-probability is the sum of its
+    tokens' (its pieces', then [END]'s) log_softmax(bias)."""
+    from zoo.text import END_ID
+
+    model = _tiny(AttentionSeq2Seq)
+    model.set_weights([np.zeros_like(w) for w in model.get_weights()])
+    bias = np.linspace(-1.0, 2.0, model.target_vocabulary_size).astype("float32")
+    model.output_bias.assign(bias)
+    log_softmax = bias - np.log(np.exp(bias).sum())
+    target = TARGETS[0]  # "I read a book ."
+    ids = [*model.preprocessor.target_vocabulary.encode(target.replace(".", " .").split()), END_ID]
+    (result,) = model.score([SOURCES[0]], [target])
+    assert result["tokens"] == 6
+    np.testing.assert_allclose(result["total"], log_softmax[ids].sum(), rtol=1e-5)
+    np.testing.assert_allclose(result["per_token"], log_softmax[ids].mean(), rtol=1e-5)
+    (empty,) = model.score([SOURCES[0]], [""])  # [END] alone
+    np.testing.assert_allclose(empty["total"], log_softmax[END_ID], rtol=1e-5)
+
+
+def test_score_errors(trained):
+    model = trained["attention"]
+    with pytest.raises(ValueError, match="score needs one target per source; received 2 "
+                                         "sources and 1 targets"):
+        model.score(SOURCES[:2], TARGETS[:1])
+    with pytest.raises(TypeError, match="received int at position 0"):
+        model.score(SOURCES[:1], [3])
+    assert model.score([], []) == []
+
+
 def test_n_best_with_attention_and_bad_counts(trained):
     model = trained["attention"]
     (hypotheses,) = model.translate(SOURCES[:1], beam_size=3, num_hypotheses=2,

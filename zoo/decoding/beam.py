@@ -4,15 +4,25 @@ import keras
 from keras import ops
 
 from zoo import backend
+from zoo.decoding.constraints import NEG_INF as _NEG_INF
 from zoo.decoding.loop import decode, write_row, write_token
 from zoo.text.vocabulary import END_ID
-
-_NEG_INF = -1e9  # finite, so that scores never become NaN
 
 
 def length_penalty(lengths, alpha):
     """GNMT length normalisation (Wu et al. 2016): ((5 + |Y|) / 6) ** alpha."""
     return ops.power((5.0 + ops.cast(lengths, "float32")) / 6.0, alpha)
+
+
+def coverage_penalty(history, beta):
+    """GNMT's coverage penalty (Wu et al. 2016, eq. 14) of hypotheses whose attention rows
+    are ``history [..., L, S]``: beta * sum_i log(min(sum_j attention_ji, 1)), over the
+    source positions i ever attended (padding never is: it adds nothing, where its
+    log 0 would make every score -inf). At most 0: a source position left unread costs."""
+    coverage = ops.sum(history, axis=-2)
+    read = coverage > 0
+    logs = ops.log(ops.where(read, ops.minimum(coverage, 1.0), 1.0))
+    return beta * ops.sum(logs, axis=-1)
 
 
 class Beam:
@@ -33,11 +43,16 @@ class Beam:
     max_length, S] or None)``, best first; a score is the hypothesis' log-probability
     divided by ``length_penalty(its length, alpha)``. ``beam_size`` and
     ``num_hypotheses`` (at most ``beam_size``) may be scalar tensors on TensorFlow.
+    ``rules``: an ``OutputRules`` (repeated n-grams, length bounds) applied to each
+    step's log-probabilities (a score stays the log-probability of what was chosen).
+    ``beta`` > 0 adds GNMT's ``coverage_penalty`` to a finished hypothesis' score (GNMT's
+    s(Y, X) = log P(Y|X) / lp(Y) + cp(X; Y)); it reads the attention history, so the
+    search must keep attention. As cp <= 0, the early stop stays exact.
     """
 
-    def __init__(self, beam_size, num_hypotheses=1, alpha=0.6):
+    def __init__(self, beam_size, num_hypotheses=1, alpha=0.6, rules=None, beta=0.0):
         self.rows_per_sentence = beam_size
-        self.num_hypotheses, self.alpha = num_hypotheses, alpha
+        self.num_hypotheses, self.alpha, self.rules, self.beta = num_hypotheses, alpha, rules, beta
 
     def expand(self, state):
         return keras.tree.map_structure(
@@ -57,6 +72,8 @@ class Beam:
         if history_shape is not None:
             search["alive_history"] = ops.zeros((batch_size, k, *history_shape), "float32")
             search["finished_history"] = ops.zeros((batch_size, k, *history_shape), "float32")
+        if self.rules is not None:
+            search.update(self.rules.initial())
         return search
 
     def advance(self, t, logits, attention, search):
@@ -67,6 +84,9 @@ class Beam:
         batch_offsets = ops.expand_dims(ops.arange(batch_size, dtype="int32") * k, 1)  # [B, 1]
         log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
         vocab_size = ops.shape(log_probs)[-1]
+        if self.rules is not None:
+            produced = ops.reshape(search["alive_tokens"], (batch_size * k, -1))
+            log_probs = self.rules.apply(t, log_probs, produced, search, k)
         candidates = ops.expand_dims(search["alive_scores"], -1) + ops.reshape(
             log_probs, (batch_size, k, vocab_size))
         scores, flat_index = ops.top_k(ops.reshape(candidates, (batch_size, -1)), doubled)
@@ -84,12 +104,13 @@ class Beam:
 
         open_scores, open_pick = ops.top_k(ops.where(ends, _NEG_INF, scores), k)
         open_pick = ops.cast(open_pick, "int32")
-        ended = ops.where(ends, scores / length_penalty(t + 1, self.alpha), _NEG_INF)
+        ended = ops.where(ends, self._final(scores, t + 1, extended.get("history")), _NEG_INF)
         pool_scores, pool_pick = ops.top_k(
             ops.concatenate([search["finished_scores"], ended], axis=1), k)
         pool_pick = ops.cast(pool_pick, "int32")
         advanced = {"alive_scores": open_scores, "finished_scores": pool_scores,
-                    "max_lengths": search["max_lengths"]}
+                    **{name: search[name] for name in search if name == "max_lengths"
+                       or name.startswith("rule_")}}
         for name, values in extended.items():
             advanced["alive_" + name] = _pick(values, open_pick)
             advanced["finished_" + name] = _pick(
@@ -103,9 +124,19 @@ class Beam:
         return _nth_best_settled(search["finished_scores"], search["alive_scores"], longest,
                                  self.num_hypotheses)
 
+    def _final(self, scores, lengths, history):
+        """A finished hypothesis' score: normalised, and with its coverage penalty."""
+        normalised = scores / length_penalty(lengths, self.alpha)
+        if not self.beta:
+            return normalised
+        if history is None:
+            raise ValueError("A coverage penalty reads the attention: decode with "
+                             "return_attention=True, over a step function that returns it.")
+        return normalised + coverage_penalty(history, self.beta)
+
     def result(self, search, steps):
         # Open hypotheses (at max_length, or ones that can no longer win) compete as they are.
-        open_scores = search["alive_scores"] / length_penalty(steps, self.alpha)
+        open_scores = self._final(search["alive_scores"], steps, search.get("alive_history"))
         scores, pick = ops.top_k(ops.concatenate([search["finished_scores"], open_scores], axis=1),
                                  self.num_hypotheses)
         pick = ops.cast(pick, "int32")
@@ -118,9 +149,10 @@ class Beam:
 
 
 def beam_hypotheses(step_fn, state, batch_size, max_length, beam_size, num_hypotheses=1,
-                    alpha=0.6, source_length=None, return_attention=True, max_lengths=None):
+                    alpha=0.6, source_length=None, return_attention=True, max_lengths=None,
+                    beta=0.0):
     """``decode`` with ``Beam``: the ``num_hypotheses`` best, with their scores."""
-    return decode(step_fn, state, Beam(beam_size, num_hypotheses, alpha), batch_size,
+    return decode(step_fn, state, Beam(beam_size, num_hypotheses, alpha, beta=beta), batch_size,
                   max_length, source_length, return_attention, max_lengths=max_lengths)
 
 

@@ -14,6 +14,8 @@ class Greedy:
     ``stop_at_end=False``: a language model writes exactly ``max_length`` tokens); in
     the fixed-rows loop it goes on being fed and is given ``[PAD]``.
 
+    ``rules``: an ``OutputRules`` (repeated n-grams, length bounds), or None.
+
     Returns ``(tokens [B, max_length] int32, attention [B, max_length, S] or None)``.
     """
 
@@ -22,8 +24,8 @@ class Greedy:
     # given on TensorFlow's fast path): only the other entries follow the open rows.
     full_batch_buffers = ("tokens", "history")
 
-    def __init__(self, stop_at_end=True):
-        self.stop_at_end = stop_at_end
+    def __init__(self, stop_at_end=True, rules=None):
+        self.stop_at_end, self.rules = stop_at_end, rules
 
     def choose(self, t, logits, search):
         return argmax(logits)
@@ -36,9 +38,14 @@ class Greedy:
                   "finished": ops.zeros((batch_size,), "bool"), "max_lengths": max_lengths}
         if history_shape is not None:
             search["history"] = ops.zeros((batch_size, *history_shape), "float32")
+        if self.rules is not None:
+            search.update(self.rules.initial())
         return search
 
     def advance(self, t, logits, attention, search):
+        if self.rules is not None:
+            logits = self.rules.apply(t, ops.cast(logits, "float32"), self._produced(search),
+                                      search)
         tokens = ops.where(search["finished"], PAD_ID, self.choose(t, logits, search))
         finished = ops.logical_or(search["finished"], t + 1 >= search["max_lengths"])
         if self.stop_at_end:
@@ -53,6 +60,13 @@ class Greedy:
     def finished(self, search):
         return search["finished"]
 
+    @staticmethod
+    def _produced(search):
+        """``[N, max_length]``: each row's tokens so far (its sentence's buffer row)."""
+        if "sentences" in search:
+            return ops.take(search["tokens"], search["sentences"], axis=0)
+        return search["tokens"]
+
     def result(self, search, steps):
         return search["tokens"], search.get("history")
 
@@ -64,8 +78,8 @@ class Sampling(Greedy):
     ``uniforms [max_length, B]``, with those. ``top_k=1`` is greedy."""
 
     def __init__(self, temperature, seed, top_k=0, top_p=1.0, row_ids=None, uniforms=None,
-                 stop_at_end=True):
-        super().__init__(stop_at_end)
+                 stop_at_end=True, rules=None):
+        super().__init__(stop_at_end, rules)
         self.temperature, self.seed, self.top_k, self.top_p = temperature, seed, top_k, top_p
         self.row_ids, self.uniforms = row_ids, uniforms
 

@@ -64,6 +64,23 @@ class TFLiteTranslator:
             )
         return self._runners[beam_size](source_ids=source_ids)["tokens"][0]
 
+    def translate_ids_with_rules(self, source_ids, beam_size=1, no_repeat_ngram_size=None,
+                                 min_length_ratio=None, max_length_ratio=None):
+        """``translate_ids`` with ``model.translate``'s output rules (None: off)."""
+        if beam_size not in self._runners:
+            raise ValueError(
+                f"This file decodes with beam_size 1 or {self.beam_size}; received "
+                f"{beam_size!r} (export again with --beam-size for another width)."
+            )
+        signature = "greedy_with_rules" if beam_size == 1 else "beam_with_rules"
+        if signature not in self.interpreter.get_signature_list():
+            raise ValueError(f"This file has no {signature} signature: it was exported before "
+                             "output rules existed; export it again.")
+        return self.interpreter.get_signature_runner(signature)(
+            source_ids=source_ids, no_repeat_ngram_size=np.int32(no_repeat_ngram_size or 0),
+            min_length_ratio=np.float32(min_length_ratio or 0),
+            max_length_ratio=np.float32(max_length_ratio or 0))["tokens"][0]
+
     def sample_ids(self, source_ids, uniforms, temperature=1.0, top_k=0, top_p=1.0):
         """Output ids drawn with ``uniforms [max_output_length]`` (one per step)."""
         return self.interpreter.get_signature_runner("sample")(
@@ -72,11 +89,17 @@ class TFLiteTranslator:
             top_p=np.float32(top_p))["tokens"][0]
 
     def translate(self, texts, beam_size=1, sampling=False, temperature=1.0, top_k=None,
-                  top_p=None, seed=None):
+                  top_p=None, seed=None, no_repeat_ngram_size=None, min_length_ratio=None,
+                  max_length_ratio=None):
         """As ``model.translate``: with ``sampling``, the same seed gives the same texts
         (the draws of ``zoo.decoding.step_uniforms``, computed with Keras on any backend;
-        ``KERAS_BACKEND=numpy`` is enough)."""
+        ``KERAS_BACKEND=numpy`` is enough); the output rules run in the file's
+        ``*_with_rules`` signatures (not with sampling)."""
         texts = codec.text_list(texts)
+        rules = codec.check_output_rules(no_repeat_ngram_size, min_length_ratio, max_length_ratio)
+        if sampling and rules:
+            raise ValueError("This file's sampling signature keeps no output rules; "
+                             "use them with beam_size 1 or the file's beam.")
         if sampling:
             temperature, seed, top_k, top_p = codec.check_translation_sampling(
                 beam_size, temperature, seed, top_k, top_p)
@@ -88,6 +111,8 @@ class TFLiteTranslator:
             if sampling:
                 ids = self.sample_ids(source_ids, self._uniforms(seed, position), temperature,
                                       top_k, top_p)
+            elif rules:
+                ids = self.translate_ids_with_rules(source_ids, beam_size, **rules)
             else:
                 ids = self.translate_ids(source_ids, beam_size)
             translations.append(self.preprocessor.decode_translation(source_ids[0], ids))

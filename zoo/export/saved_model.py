@@ -10,7 +10,11 @@ and a plain ``tf.saved_model.load`` can run it without ``zoo`` installed:
   string[B, n], "scores": float32[B, n]}`` (the beam's n best, best first) and
   ``translate_sample(texts, temperature: float32[], seed: int32[], top_k: int32[] (0: no
   cut), top_p: float32[] (1: no cut))`` (what ``model.translate(texts, sampling=True,
-  ...)`` draws with that seed);
+  ...)`` draws with that seed) and ``translate_with_rules(texts, beam_size,
+  no_repeat_ngram_size: int32[], min_length_ratio: float32[], max_length_ratio:
+  float32[])`` (``model.translate``'s output rules; 0 turns one off) and
+  ``translate_with_prefix(texts, prefixes: string[B], beam_size)`` (``model.translate(texts,
+  beam_size, prefix=prefixes)``);
 - language model: ``serving_default(prompt: string[], length: int32[],
   temperature: float32[], seed: int32[], top_k: int32[] (0: no cut), top_p: float32[]
   (1: no cut)) -> {"text": string[]}`` (the continuation);
@@ -43,16 +47,28 @@ def _serving_functions(model, codec):
         ids, _ = model.generate_ids(source_ids)
         return {"translations": codec.decode(source_ids, ids)}
 
-    def translate_beam(texts, beam_size):
+    def searched(texts, beam_size, rules=None):
         with tf.control_dependencies(beam_checks(beam_size)):
             source_ids = codec.encode(texts)
         # Beam 1 takes the greedy path, exactly as model.translate(beam_size=1) does.
         ids = tf.cond(
             tf.equal(beam_size, 1),
-            lambda: model.generate_ids(source_ids)[0],
-            lambda: model.generate_ids(source_ids, beam_size)[0],
+            lambda: model.generate_ids(source_ids, rules=rules)[0],
+            lambda: model.generate_ids(source_ids, beam_size, rules=rules)[0],
         )
         return {"translations": codec.decode(source_ids, ids)}
+
+    def translate_beam(texts, beam_size):
+        return searched(texts, beam_size)
+
+    def translate_with_rules(texts, beam_size, no_repeat_ngram_size, min_length_ratio,
+                             max_length_ratio):
+        return searched(texts, beam_size, {
+            "no_repeat_ngram_size": no_repeat_ngram_size, "min_length_ratio": min_length_ratio,
+            "max_length_ratio": max_length_ratio})
+
+    def translate_with_prefix(texts, prefixes, beam_size):
+        return searched(texts, beam_size, {"prefix": codec.encode_targets(prefixes)})
 
     def translate_n_best(texts, beam_size, num_hypotheses):
         with tf.control_dependencies(n_best_checks(beam_size, num_hypotheses)):
@@ -70,7 +86,8 @@ def _serving_functions(model, codec):
         ids, _ = model.generate_samples(source_ids, temperature, seed, top_k, top_p)
         return {"translations": codec.decode(source_ids, ids)}
 
-    return serving_default, translate_beam, translate_n_best, translate_sample
+    return (serving_default, translate_beam, translate_n_best, translate_sample,
+            translate_with_rules, translate_with_prefix)
 
 
 # The checks of zoo.text.codec's rules in graph ops (InvalidArgumentError, which TF Serving
@@ -119,12 +136,13 @@ def generation_checks(length, temperature, seed, top_k, top_p):
 
 
 def _translation_endpoints(model):
-    """``serving_default(texts)``, ``translate_beam(texts, beam_size)`` and
+    """``serving_default(texts)``, ``translate_beam(texts, beam_size)``,
     ``translate_n_best(texts, beam_size, num_hypotheses) -> {"translations": string[B, n],
-    "scores": float32[B, n]}``."""
+    "scores": float32[B, n]}``, ``translate_sample``, ``translate_with_rules`` and
+    ``translate_with_prefix``."""
     codec = model._require_preprocessor().graph()
-    serving_default, translate_beam, translate_n_best, translate_sample = _serving_functions(
-        model, codec)
+    (serving_default, translate_beam, translate_n_best, translate_sample, translate_with_rules,
+     translate_with_prefix) = _serving_functions(model, codec)
     texts = tf.TensorSpec([None], tf.string, name="texts")
     beam_size = tf.TensorSpec([], tf.int32, name="beam_size")
     return codec.resources, {
@@ -136,6 +154,12 @@ def _translation_endpoints(model):
             texts, tf.TensorSpec([], tf.float32, name="temperature"),
             tf.TensorSpec([], tf.int32, name="seed"), tf.TensorSpec([], tf.int32, name="top_k"),
             tf.TensorSpec([], tf.float32, name="top_p")]),
+        "translate_with_rules": (translate_with_rules, [
+            texts, beam_size, tf.TensorSpec([], tf.int32, name="no_repeat_ngram_size"),
+            tf.TensorSpec([], tf.float32, name="min_length_ratio"),
+            tf.TensorSpec([], tf.float32, name="max_length_ratio")]),
+        "translate_with_prefix": (translate_with_prefix, [
+            texts, tf.TensorSpec([None], tf.string, name="prefixes"), beam_size]),
     }
 
 

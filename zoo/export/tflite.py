@@ -9,6 +9,9 @@ Signatures of a translator (batch 1, any source length; ids of the preset's voca
   draws with ``uniforms[t]``; ``zoo.decoding.step_uniforms(seed, L, row)`` gives the
   numbers ``model.translate(..., sampling=True, seed=seed)`` uses for the text at
   position ``row`` (the hash's integer ops are not TFLite builtins: the app computes them)
+- ``greedy_with_rules``, ``beam_with_rules(source_ids, no_repeat_ngram_size: int32[],
+  min_length_ratio: float32[], max_length_ratio: float32[])``: ``model.translate``'s
+  output rules (0 turns one off)
 
 ``L`` is the model's ``max_output_length``; a translation ends at its first
 ``[END]`` and is padded with ``[PAD]``. A language model exports one step with its
@@ -48,14 +51,29 @@ def _frozen(function):
 
 
 def _translation_module(model, beam_size):
-    """Signatures ``greedy``, ``beam`` and ``sample``: source ids in, token ids out
-    (frozen decoders)."""
+    """Signatures ``greedy``, ``beam``, ``sample`` and the two ``*_with_rules``: source
+    ids in, token ids out (frozen decoders)."""
     model._require_preprocessor()
     source_ids = tf.TensorSpec([1, None], tf.int32, name="source_ids")
     sampling = [tf.TensorSpec([model.max_output_length], tf.float32, name="uniforms"),
                 tf.TensorSpec([], tf.float32, name="temperature"),
                 tf.TensorSpec([], tf.int32, name="top_k"),
                 tf.TensorSpec([], tf.float32, name="top_p")]
+    rules = [tf.TensorSpec([], tf.int32, name="no_repeat_ngram_size"),
+             tf.TensorSpec([], tf.float32, name="min_length_ratio"),
+             tf.TensorSpec([], tf.float32, name="max_length_ratio")]
+
+    def with_rules(beam):
+        def decode(ids, no_repeat_ngram_size, min_length_ratio, max_length_ratio):
+            return model.generate_ids(ids, beam, rules={
+                "no_repeat_ngram_size": no_repeat_ngram_size,
+                "min_length_ratio": min_length_ratio, "max_length_ratio": max_length_ratio})[0]
+
+        frozen = _frozen(tf.function(decode, input_signature=[source_ids, *rules],
+                                     autograph=False))
+        return tf.function(lambda source_ids, *values: {"tokens": frozen(source_ids, *values)[0]},
+                           input_signature=[source_ids, *rules])
+
     greedy = _frozen(tf.function(
         lambda ids: model.generate_ids(ids)[0], input_signature=[source_ids], autograph=False))
     beam = _frozen(tf.function(
@@ -75,7 +93,8 @@ def _translation_module(model, beam_size):
         lambda source_ids, uniforms, temperature, top_k, top_p: {
             "tokens": sample(source_ids, uniforms, temperature, top_k, top_p)[0]},
         input_signature=[source_ids, *sampling])
-    return module, ("greedy", "beam", "sample")
+    module.greedy_with_rules, module.beam_with_rules = with_rules(1), with_rules(beam_size)
+    return module, ("greedy", "beam", "sample", "greedy_with_rules", "beam_with_rules")
 
 
 def _language_model_module(model, beam_size):
@@ -164,7 +183,11 @@ def runner_config(model, beam_size, quantize):
         "max_text_length": MAX_TEXT_LENGTH,
         "signatures": {"greedy": "greedy", "beam": "beam", "sample": "sample",
                        "input": "source_ids", "output": "tokens",
-                       "sample_inputs": ["uniforms", "temperature", "top_k", "top_p"]},
+                       "sample_inputs": ["uniforms", "temperature", "top_k", "top_p"],
+                       "greedy_with_rules": "greedy_with_rules",
+                       "beam_with_rules": "beam_with_rules",
+                       "rules_inputs": ["no_repeat_ngram_size", "min_length_ratio",
+                                        "max_length_ratio"]},
         **model._require_preprocessor().runner_config(),
     }
 

@@ -26,7 +26,7 @@ from zoo import backend as zoo_backend
 from zoo import decoding, inspection, presets
 from zoo.text import codec, tokenizers
 from zoo.text.preprocessor import TranslationPreprocessor
-from zoo.text.vocabulary import PAD_ID, START, START_ID
+from zoo.text.vocabulary import PAD_ID, START, START_ID, pad_batch
 
 
 
@@ -42,6 +42,31 @@ def output_limits(source_ids, max_length):
     """``[B]`` int32: the most tokens each sentence's translation may have."""
     source_lengths = ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "int32"), axis=1)
     return ops.minimum(OUTPUT_LENGTH_FACTOR * source_lengths + OUTPUT_LENGTH_SLACK, max_length)
+
+
+def output_rules(source_ids, limits, max_length, no_repeat_ngram_size=None,
+                 min_length_ratio=None, max_length_ratio=None, prefix=None):
+    """``decoding.OutputRules`` for these sources (``limits [B]``: ``output_limits``).
+
+    A translation has at least ``floor(min_length_ratio * source tokens)`` tokens before
+    ``[END]`` and ends with ``[END]`` after at most ``ceil(max_length_ratio * source
+    tokens)`` (and before its limit); ``prefix [B, P]``: target ids each translation
+    starts with (right-padded). The options may be tensors (a SavedModel's inputs: a
+    ratio <= 0 and n <= 0 are off there); one left None costs nothing.
+    """
+    source_lengths = ops.cast(ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "int32"),
+                                      axis=1), "float32")
+    end_lengths = min_lengths = None
+    if max_length_ratio is not None:
+        ratio = ops.cast(max_length_ratio, "float32")
+        end_lengths = ops.where(
+            ratio > 0, ops.minimum(ops.cast(ops.ceil(ratio * source_lengths), "int32"), limits - 1),
+            max_length)
+    if min_length_ratio is not None:
+        min_lengths = ops.cast(ops.floor(ops.cast(min_length_ratio, "float32") * source_lengths),
+                               "int32")
+        min_lengths = ops.minimum(min_lengths, limits - 1 if end_lengths is None else end_lengths)
+    return decoding.OutputRules(no_repeat_ngram_size, min_lengths, end_lengths, prefix)
 
 
 def _pad_for_compilation(source_ids):
@@ -70,11 +95,14 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         max_source_length: longer inputs are cut to this many tokens.
         max_output_length: default decoding limit, in tokens.
         length_penalty: alpha of the GNMT length normalisation in beam search.
+        coverage_penalty: beta of GNMT's coverage penalty in beam search (models with
+            attention; 0: off), ``decoding.coverage_penalty``.
     """
 
     def __init__(self, source_language, target_language, source_vocabulary_size,
                  target_vocabulary_size, embedding_dim=256, units=256, dropout=0.2,
-                 max_source_length=64, max_output_length=64, length_penalty=0.6, **kwargs):
+                 max_source_length=64, max_output_length=64, length_penalty=0.6,
+                 coverage_penalty=0.0, **kwargs):
         super().__init__(**kwargs)
         for language in (source_language, target_language):
             tokenizers._check_language(language)
@@ -88,6 +116,7 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         self.max_source_length = max_source_length
         self.max_output_length = max_output_length
         self.length_penalty = length_penalty
+        self.coverage_penalty = coverage_penalty
         self.preprocessor = None
 
         self.source_embedding = keras.layers.Embedding(
@@ -130,6 +159,7 @@ class Seq2Seq(presets.FromPreset, keras.Model):
             "max_source_length": self.max_source_length,
             "max_output_length": self.max_output_length,
             "length_penalty": self.length_penalty,
+            "coverage_penalty": self.coverage_penalty,
         }
 
     @classmethod
@@ -231,46 +261,75 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         self._length_penalty = alpha
         zoo_backend.forget_model_functions(self)  # the searches captured the old value
 
-    def generate_ids(self, source_ids, beam_size=1, max_length=None, return_attention=False):
+    @property
+    def coverage_penalty(self):
+        return self._coverage_penalty
+
+    @coverage_penalty.setter
+    def coverage_penalty(self, beta):
+        if not isinstance(beta, (int, float)) or isinstance(beta, bool) or not 0 <= beta < 1e9:
+            raise ValueError(f"coverage_penalty must be a number >= 0; received {beta!r}.")
+        if beta and not self.has_attention:
+            raise ValueError(f"{type(self).__name__} has no attention: a coverage penalty "
+                             "(which sums the attention each source token received) needs it.")
+        self._coverage_penalty = float(beta)
+        zoo_backend.forget_model_functions(self)
+
+    def _beam(self, beam_size, num_hypotheses=1):
+        return decoding.Beam(beam_size, num_hypotheses, self.length_penalty,
+                             beta=self.coverage_penalty)
+
+    def generate_ids(self, source_ids, beam_size=1, max_length=None, return_attention=False,
+                     rules=None):
         """Decode a batch of padded source ids (graph-friendly; used by every runtime).
 
+        ``rules``: ``output_rules``' options (``no_repeat_ngram_size``,
+        ``min_length_ratio``, ``max_length_ratio``), Python values or tensors.
         Returns ``(tokens [B, max_length] int32, attention [B, max_length, S] or None)``;
         a translation ends at its first ``[END]`` and is padded with ``[PAD]`` after it.
         """
         if isinstance(beam_size, int) and beam_size == 1:
-            return self._decode_with(decoding.Greedy(), source_ids, max_length, return_attention)
-        tokens, _, attention = self._decode_with(decoding.Beam(beam_size, 1, self.length_penalty),
-                                                 source_ids, max_length, return_attention)
+            return self._decode_with(decoding.Greedy(), source_ids, max_length, return_attention,
+                                     rules)
+        tokens, _, attention = self._decode_with(self._beam(beam_size), source_ids, max_length,
+                                                 return_attention, rules)
         return tokens[:, 0], (None if attention is None else attention[:, 0])
 
     def generate_hypotheses(self, source_ids, beam_size, num_hypotheses, max_length=None,
-                            return_attention=False):
+                            return_attention=False, rules=None):
         """The ``num_hypotheses`` best of a beam search, best first (graph-friendly).
 
         Returns ``(tokens [B, n, max_length] int32, scores [B, n], attention [B, n,
         max_length, S] or None)``; a score is the log-probability divided by the length
         penalty, what the beam ranks by (``decoding.Beam``).
         """
-        return self._decode_with(decoding.Beam(beam_size, num_hypotheses, self.length_penalty),
-                                 source_ids, max_length, return_attention)
+        return self._decode_with(self._beam(beam_size, num_hypotheses), source_ids, max_length,
+                                 return_attention, rules)
 
     def generate_samples(self, source_ids, temperature, seed, top_k=0, top_p=1.0, row_ids=None,
-                         max_length=None, return_attention=False, uniforms=None):
+                         max_length=None, return_attention=False, uniforms=None, rules=None):
         """Translations drawn token by token (``decoding.Sampling``; ``top_k`` 0 and
         ``top_p`` 1: no cut; ``uniforms [max_length, B]``: the random numbers fed in),
         graph-friendly; returns what ``generate_ids`` returns."""
         strategy = decoding.Sampling(temperature, seed, top_k, top_p, row_ids, uniforms)
-        return self._decode_with(strategy, source_ids, max_length, return_attention)
+        return self._decode_with(strategy, source_ids, max_length, return_attention, rules)
 
-    def _decode_with(self, strategy, source_ids, max_length, return_attention):
-        """``decoding.decode`` with ``strategy`` over the decoder, for these sources."""
+    def _decode_with(self, strategy, source_ids, max_length, return_attention, rules=None):
+        """``decoding.decode`` with ``strategy`` over the decoder, for these sources, keeping
+        ``output_rules(**rules)`` when rules are given."""
         max_length = max_length or self.max_output_length
         # A static batch size (TFLite traces at batch 1) keeps the loop shapes static.
         batch = source_ids.shape[0] or ops.shape(source_ids)[0]
+        limits = output_limits(source_ids, max_length)
+        if rules:
+            strategy.rules = output_rules(source_ids, limits, max_length, **rules)
         step, state, memory = self._step_function(source_ids)
-        return decoding.decode(step, state, strategy, batch, max_length, ops.shape(source_ids)[1],
-                               return_attention, max_lengths=output_limits(source_ids, max_length),
-                               memory=memory)
+        # A coverage penalty reads the attention history, returned or not.
+        reads_attention = bool(getattr(strategy, "beta", 0))
+        result = decoding.decode(step, state, strategy, batch, max_length,
+                                 ops.shape(source_ids)[1], return_attention or reads_attention,
+                                 max_lengths=limits, memory=memory)
+        return result if return_attention or not reads_attention else (*result[:-1], None)
 
     def _step_function(self, source_ids):
         """The decoding step function, its state and its memory (``zoo.decoding``).
@@ -294,38 +353,49 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         return step, state, memory
 
     def _search(self, beam_size, max_length, return_attention, num_hypotheses=None,
-                sampling=False):
+                sampling=False, rules=None, prefixed=False):
         """The compiled search: ``generate_ids``, ``generate_hypotheses`` when
         ``num_hypotheses`` is given, ``generate_samples`` (which takes the sampling
-        arguments as inputs, so a new seed compiles nothing) when ``sampling``."""
+        arguments as inputs, so a new seed compiles nothing) when ``sampling``; each
+        with the ``rules`` (``codec.check_output_rules``' dict) compiled in, and, when
+        ``prefixed``, the prefix ids ``[B, P]`` as its last input."""
+        rules = dict(rules or {})
+
+        def with_prefix(prefix):
+            return {**rules, "prefix": prefix[0]} if prefix else rules
+
         if sampling:
-            def search(source_ids, row_ids, temperature, seed, top_k, top_p):
+            def search(source_ids, row_ids, temperature, seed, top_k, top_p, *prefix):
                 return self.generate_samples(source_ids, temperature, seed, top_k, top_p,
-                                             row_ids, max_length, return_attention)
+                                             row_ids, max_length, return_attention,
+                                             rules=with_prefix(prefix))
         elif num_hypotheses is None:
-            def search(source_ids):
-                return self.generate_ids(source_ids, beam_size, max_length, return_attention)
+            def search(source_ids, *prefix):
+                return self.generate_ids(source_ids, beam_size, max_length, return_attention,
+                                         with_prefix(prefix))
         else:
-            def search(source_ids):
+            def search(source_ids, *prefix):
                 return self.generate_hypotheses(source_ids, beam_size, num_hypotheses,
-                                                max_length, return_attention)
-        key = ("search", beam_size, max_length, return_attention, num_hypotheses, sampling)
+                                                max_length, return_attention, with_prefix(prefix))
+        key = ("search", beam_size, max_length, return_attention, num_hypotheses, sampling,
+               tuple(sorted(rules.items())), prefixed)
         return zoo_backend.model_function(self, key, search)
 
     def _decode(self, texts, beam_size, max_length, batch_size, return_attention=False,
-                num_hypotheses=None, sampling=None):
+                num_hypotheses=None, sampling=None, rules=None, prefixes=None):
         """Yield ``(index, token ids, attention [L, S] or None, source ids)`` per text;
         with ``num_hypotheses``, ``(index, token ids [n, L], attention [n, L, S] or None,
         source ids, scores [n])``. ``sampling``: ``(temperature, seed, top_k, top_p)``
         checked, to draw each translation (a text's draws depend on its index in
-        ``texts``, not on the batch it falls in)."""
+        ``texts``, not on the batch it falls in); ``rules``: checked output rules;
+        ``prefixes``: per text, the target ids its translation starts with."""
         texts = codec.text_list(texts)
         # max_length None: the model's max_output_length
         codec.check_search_arguments(beam_size, max_length, num_hypotheses, batch_size)
         preprocessor = self._require_preprocessor()
         texts = [preprocessor.accepted_source(text, position) for position, text in enumerate(texts)]
         search = self._search(beam_size, max_length or self.max_output_length, return_attention,
-                              num_hypotheses, sampling is not None)
+                              num_hypotheses, sampling is not None, rules, prefixes is not None)
         # Similar lengths together: less padding, and the batch stops sooner.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch_size):
@@ -336,6 +406,8 @@ class Seq2Seq(presets.FromPreset, keras.Model):
                 temperature, seed, top_k, top_p = sampling
                 inputs += [np.asarray(chunk, np.int32), np.float32(temperature), np.int32(seed),
                            np.int32(top_k), np.float32(top_p)]
+            if prefixes is not None:
+                inputs.append(_pad_for_compilation(pad_batch([prefixes[i] for i in chunk])))
             tokens, *scores, attention = search(*inputs)
             if attention is not None:
                 attention = attention[..., : source_ids.shape[1]]
@@ -346,7 +418,8 @@ class Seq2Seq(presets.FromPreset, keras.Model):
     def translate(self, texts, beam_size=1, max_length=None, return_attention=False,
                   batch_size=64, attention_level="word", check_outputs=True,
                   num_hypotheses=None, sampling=False, temperature=1.0, top_k=None, top_p=None,
-                  seed=None):
+                  seed=None, no_repeat_ngram_size=None, min_length_ratio=None,
+                  max_length_ratio=None, prefix=None):
         """Translate a list of strings.
 
         Args:
@@ -374,6 +447,16 @@ class Seq2Seq(presets.FromPreset, keras.Model):
                 searching; ``seed`` makes the draws reproducible (the same seed and
                 texts give the same translations, also through the SavedModel's
                 ``translate_sample``); ``top_k=1`` or ``temperature=0`` is greedy.
+            no_repeat_ngram_size: n; no translation says an n-gram of pieces twice (a
+                token that would is never chosen). Greedy, beam search and sampling.
+            min_length_ratio, max_length_ratio: a translation has at least
+                ``floor(min_length_ratio * S)`` pieces and at most ``ceil(max_length_ratio
+                * S)`` (then ``[END]`` is forced), S the source's pieces: a long sentence
+                cannot end after a word, nor run on. None (the default) for each: off
+                (``max_length`` and ``2 * S + 10`` still bound every translation).
+            prefix: per text, the start of its translation (a string, whole words; ""
+                for none): the translation begins with its pieces, and the search goes
+                on from there (interactive translation). A beam's score includes them.
 
         Raises:
             ValueError: a text is not a string, too long, or outside the model's input
@@ -389,19 +472,23 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         texts = codec.text_list(texts)
         if return_attention:
             self._check_attention_level(attention_level)
+        rules = codec.check_output_rules(no_repeat_ngram_size, min_length_ratio, max_length_ratio)
+        prefixes = self._prefix_ids(prefix, len(texts))
         if num_hypotheses is not None:
             if sampling:
                 raise ValueError("num_hypotheses is for beam search; sampling draws one "
                                  "translation per text.")
             return self._n_best(texts, beam_size, num_hypotheses, max_length, batch_size,
-                                return_attention, attention_level, check_outputs)
+                                return_attention, attention_level, check_outputs, rules,
+                                prefixes)
         drawing = None
         if sampling:
             drawing = codec.check_translation_sampling(beam_size, temperature, seed, top_k, top_p)
         translations, attentions = [None] * len(texts), [None] * len(texts)
         for index, ids, attention, source_ids in self._decode(texts, beam_size, max_length,
                                                                batch_size, return_attention,
-                                                               sampling=drawing):
+                                                               sampling=drawing, rules=rules,
+                                                               prefixes=prefixes):
             translations[index] = self.preprocessor.decode_translation(source_ids, ids)
             if return_attention:
                 if not translations[index]:
@@ -412,11 +499,22 @@ class Seq2Seq(presets.FromPreset, keras.Model):
             self.preprocessor.check_outputs(texts, translations)
         return (translations, attentions) if return_attention else translations
 
+    def _prefix_ids(self, prefix, count):
+        """Per text, the target ids of its ``prefix`` (None: no prefix)."""
+        if prefix is None:
+            return None
+        prefix = codec.text_list(prefix)
+        if len(prefix) != count:
+            raise ValueError(f"prefix needs one string per text; received {len(prefix)} for "
+                             f"{count} texts.")
+        return self._require_preprocessor().target_rows(prefix)
+
     def _n_best(self, texts, beam_size, num_hypotheses, max_length, batch_size,
-                return_attention, attention_level, check_outputs):
+                return_attention, attention_level, check_outputs, rules=None, prefixes=None):
         results = [None] * len(texts)
         for index, hypotheses, attentions, source_ids, scores in self._decode(
-                texts, beam_size, max_length, batch_size, return_attention, num_hypotheses):
+                texts, beam_size, max_length, batch_size, return_attention, num_hypotheses,
+                rules=rules, prefixes=prefixes):
             results[index] = []
             for n, ids in enumerate(hypotheses):
                 text = self.preprocessor.decode_translation(source_ids, ids)
@@ -429,6 +527,51 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         if check_outputs:
             self.preprocessor.check_outputs(texts, [r[0]["text"] for r in results])
         return results
+
+    def score(self, sources, targets, batch_size=64):
+        """Each pair's log-probability under teacher forcing (OpenNMT's ``score``): how
+        likely the model finds ``targets[i]`` as the translation of ``sources[i]``.
+
+        A target is read as the model reads a reference in training: its pieces, then
+        ``[END]``. Returns one ``{"total": float, "per_token": float, "tokens": int}``
+        per pair: the summed natural-log probability of those ``tokens`` (``[END]``
+        counted) and its mean. For a beam's own output, ``total`` is the beam's score
+        with a length penalty of 0 (``decoding.Beam`` ranks by total / length penalty).
+
+        Raises:
+            ValueError: the lists differ in length, or a source is not a string, too
+                long, or outside the model's input domain.
+        """
+        sources, targets = codec.text_list(sources), codec.text_list(targets)
+        if len(sources) != len(targets):
+            raise ValueError(f"score needs one target per source; received {len(sources)} "
+                             f"sources and {len(targets)} targets.")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer; received {batch_size!r}.")
+        preprocessor = self._require_preprocessor()
+        sources = [preprocessor.accepted_source(text, position)
+                   for position, text in enumerate(sources)]
+        scorer = zoo_backend.model_function(self, ("score",), self._target_log_probabilities)
+        results = []
+        for start in range(0, len(sources), batch_size):
+            batch = slice(start, start + batch_size)
+            source_ids = preprocessor.encode_sources(sources[batch])
+            decoder_in, decoder_out = preprocessor.encode_targets(targets[batch])
+            log_probabilities = np.asarray(scorer(
+                *map(_pad_for_compilation, (source_ids, decoder_in, decoder_out))))
+            counts = (decoder_out != PAD_ID).sum(axis=1)
+            for total, count in zip(log_probabilities.sum(axis=1), counts):
+                results.append({"total": float(total), "per_token": float(total / count),
+                                "tokens": int(count)})
+        return results
+
+    def _target_log_probabilities(self, source_ids, decoder_in, decoder_out):
+        """``[B, T]``: the log-probability of each reference token (0 at padding)."""
+        log_probabilities = ops.log_softmax(
+            ops.cast(self((source_ids, decoder_in)), "float32"), axis=-1)
+        picked = ops.take_along_axis(log_probabilities, ops.expand_dims(decoder_out, -1),
+                                     axis=-1)[..., 0]
+        return ops.where(ops.not_equal(decoder_out, PAD_ID), picked, 0.0)
 
     def align(self, text, beam_size=1, max_length=None, attention_level="word"):
         """A ``zoo.text.Alignment`` (source units, produced units, weights

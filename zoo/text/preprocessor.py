@@ -323,29 +323,39 @@ class GraphTranslationPreprocessor:
         import tensorflow as tf
 
         self.preprocessor = preprocessor
-        tokens = preprocessor.source_vocabulary.tokens
-        self.source_table = lookup_table(tokens, -1)
+        self.source_table = lookup_table(preprocessor.source_vocabulary.tokens, -1)
+        self.target_table = lookup_table(preprocessor.target_vocabulary.tokens, -1)
         self.target_tokens = tf.constant(preprocessor.target_vocabulary.tokens)
-        self.longest_piece = max(len(t.removeprefix(wordpiece.CONTINUATION))
-                                 for t in tokens[len(SPECIAL_TOKENS):])
 
     @property
     def resources(self):
-        return [self.source_table]
+        return [self.source_table, self.target_table]
 
     def encode(self, texts):
         """Right-padded source ids ``[B, max(longest, 1)]``, as ``encode_sources``."""
-        import tensorflow as tf
-
         texts = self._accepted(checked_texts(texts))
         words = tokenizers.tf_tokenize(texts, self.preprocessor.source_language,
                                        self.preprocessor.tokenize_rules)
-        if self.preprocessor.subwords:
-            ids = wordpiece.tf_split_words(words, self.source_table, OOV_ID, self.longest_piece)
-        else:
-            ids = tf.cast(tf.ragged.map_flat_values(self.source_table.lookup, words), tf.int32)
-            ids = tf.ragged.map_flat_values(lambda i: tf.where(i < 0, OOV_ID, i), ids)
+        ids = self._pieces(words, self.source_table, self.preprocessor.source_vocabulary)
         return tf_padded(ids[:, : self.preprocessor.max_source_length])
+
+    def encode_targets(self, texts):
+        """Right-padded target ids ``[B, max(longest, 1)]`` of texts in the target
+        language (``target_rows``): a translation's given start."""
+        words = tokenizers.tf_tokenize(checked_texts(texts), self.preprocessor.target_language)
+        return tf_padded(self._pieces(words, self.target_table,
+                                      self.preprocessor.target_vocabulary))
+
+    def _pieces(self, words, table, vocabulary):
+        """Ragged ids of ``words`` in ``vocabulary`` (``[UNK]`` for what it lacks)."""
+        import tensorflow as tf
+
+        if self.preprocessor.subwords:
+            longest_piece = max(len(t.removeprefix(wordpiece.CONTINUATION))
+                                for t in vocabulary.tokens[len(SPECIAL_TOKENS):])
+            return wordpiece.tf_split_words(words, table, OOV_ID, longest_piece)
+        ids = tf.cast(tf.ragged.map_flat_values(table.lookup, words), tf.int32)
+        return tf.ragged.map_flat_values(lambda i: tf.where(i < 0, OOV_ID, i), ids)
 
     def decode(self, source_ids, ids):
         """Text per row of ``ids`` (as ``decode_translation``): up to the first ``[END]``,

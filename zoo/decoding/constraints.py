@@ -1,0 +1,101 @@
+"""Rules an output must keep, applied to each step's scores before a strategy chooses:
+``OutputRules`` (no repeated n-gram; an output length bounded per sentence; a given
+start)."""
+
+from keras import ops
+
+from zoo.text.vocabulary import END_ID, PAD_ID
+
+NEG_INF = -1e9  # finite, so that scores never become NaN
+
+
+class OutputRules:
+    """What ``Greedy``, ``Sampling`` and ``Beam`` may not choose at a step.
+
+    - ``no_repeat_ngram_size`` n (0: off): a token that would repeat an n-gram the row
+      has already produced (fairseq's, OpenNMT's ``no_repeat_ngram_size``);
+    - ``min_lengths [B]``: ``[END]`` before a sentence's output has that many tokens;
+    - ``end_lengths [B]``: anything but ``[END]`` once it has that many (a length at or
+      past the search's most tokens: never);
+    - ``prefix [B, P]`` (right-padded with ``[PAD]``): anything but ``prefix[:, t]`` at
+      step ``t`` of the sentence's prefix (it overrides the other rules: the output
+      starts as given, then the search goes on).
+
+    Each may be a tensor (a SavedModel's or a TFLite file's inputs); a rule left None
+    costs nothing. The per-sentence lengths are kept in the search, so that they follow
+    a sentence's rows when the loop drops the finished ones.
+    """
+
+    def __init__(self, no_repeat_ngram_size=None, min_lengths=None, end_lengths=None,
+                 prefix=None):
+        self.no_repeat_ngram_size = no_repeat_ngram_size
+        self.per_sentence = {"min_lengths": min_lengths, "end_lengths": end_lengths,
+                             "prefix": prefix}
+
+    def initial(self):
+        """The search's per-sentence entries ``{name: [B, ...] int32}``."""
+        return {"rule_" + name: ops.cast(values, "int32")
+                for name, values in self.per_sentence.items() if values is not None}
+
+    def apply(self, t, scores, history, search, rows_per_sentence=1):
+        """``scores [N, V]`` with what step ``t`` may not choose set to ``NEG_INF``;
+        ``history [N, max_length]``: each row's tokens, its first ``t`` written."""
+        unruled = scores
+        if self.no_repeat_ngram_size is not None:
+            banned = repeated_ngram_tokens(history, t, self.no_repeat_ngram_size,
+                                           ops.shape(scores)[-1])
+            scores = ops.where(banned, NEG_INF, scores)
+        is_end = ops.expand_dims(ops.equal(ops.arange(ops.shape(scores)[-1]), END_ID), 0)
+        if "rule_min_lengths" in search:
+            too_short = ops.expand_dims(t < _per_row(search["rule_min_lengths"],
+                                                     rows_per_sentence), 1)
+            scores = ops.where(ops.logical_and(too_short, is_end), NEG_INF, scores)
+        if "rule_end_lengths" in search:
+            at_end = ops.expand_dims(t >= _per_row(search["rule_end_lengths"],
+                                                   rows_per_sentence), 1)
+            scores = ops.where(ops.logical_and(at_end, ops.logical_not(is_end)), NEG_INF, scores)
+        if "rule_prefix" in search:
+            prefix = _per_row(search["rule_prefix"], rows_per_sentence)
+            width = ops.shape(prefix)[1]
+            given = ops.take(prefix, ops.minimum(t, width - 1), axis=1)  # [N]
+            forcing = ops.expand_dims(ops.logical_and(t < width, ops.not_equal(given, PAD_ID)), 1)
+            only_given = ops.where(ops.equal(ops.expand_dims(ops.arange(ops.shape(scores)[-1]), 0),
+                                             ops.expand_dims(given, 1)), unruled, NEG_INF)
+            scores = ops.where(forcing, only_given, scores)
+        return scores
+
+
+def _per_row(values, rows_per_sentence):
+    """``[B]`` per sentence as ``[B * rows_per_sentence]`` (which may be a tensor) per row."""
+    if isinstance(rows_per_sentence, int) and rows_per_sentence == 1:
+        return values
+    return ops.repeat(values, rows_per_sentence, axis=0)
+
+
+def repeated_ngram_tokens(history, t, n, vocab_size):
+    """``[N, V]`` bool: the tokens that would make a row's n-gram ending at position
+    ``t`` one it already has (``history [N, L]``, positions ``0..t-1`` written).
+
+    The n-grams already there start at ``j <= t - n``; one is repeated when its first
+    n-1 tokens are the row's last n-1: then its last token is banned. In index ops
+    over the static ``L`` (any ``n``, a tensor too, in one graph: SavedModel, TFLite).
+    """
+    length = ops.shape(history)[1]
+    n = ops.cast(n, "int32")
+    positions = ops.arange(length, dtype="int32")
+    last = positions + t - n + 1  # the row's last n-1 tokens: offsets k < n - 1
+    starts = ops.reshape(ops.expand_dims(positions, 1) + positions, (-1,))  # (j, k) -> j + k
+    earlier = ops.reshape(ops.take(history, ops.clip(starts, 0, length - 1), axis=1),
+                          (-1, length, length))
+    own = ops.expand_dims(ops.take(history, ops.clip(last, 0, length - 1), axis=1), 1)
+    compared = ops.expand_dims(positions < n - 1, 0)  # [1, k]
+    same = ops.all(ops.logical_or(ops.equal(earlier, own), ops.logical_not(compared)), axis=-1)
+    seen = ops.logical_and(positions <= t - n, n > 0)  # the n-grams already written
+    repeats = ops.logical_and(same, ops.expand_dims(seen, 0))  # [N, j]
+    following = ops.take(history, ops.clip(positions + n - 1, 0, length - 1), axis=1)
+    rows = ops.shape(history)[0]
+    row_index = ops.repeat(ops.arange(rows, dtype="int32"), length)
+    indices = ops.stack([row_index, ops.reshape(following, (-1,))], axis=1)
+    hits = ops.scatter(indices, ops.reshape(ops.cast(repeats, "float32"), (-1,)),
+                       (rows, vocab_size))
+    return hits > 0
