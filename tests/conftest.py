@@ -101,7 +101,13 @@ def toy_translators():
         training.compile_for_training(model, learning_rate=0.05)
         source_ids = model.preprocessor.encode_sources(SOURCES)
         decoder_in, decoder_out = model.preprocessor.encode_targets(TARGETS)
-        model.fit((source_ids, decoder_in), decoder_out, epochs=150, verbose=0)
+        # The 150 full-batch steps of 150 epochs as one epoch of 150 copies, unshuffled:
+        # the same steps without Keras' per-epoch overhead (23 s instead of 68 s here).
+        steps = len(SOURCES) * 150
+        copies = [np.resize(array, (steps, *array.shape[1:]))
+                  for array in (source_ids, decoder_in, decoder_out)]
+        model.fit(tuple(copies[:2]), copies[2], batch_size=len(SOURCES), epochs=1,
+                  shuffle=False, verbose=0)
         models[name] = model
     return models
 

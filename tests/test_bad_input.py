@@ -259,6 +259,7 @@ def test_translation_beyond_a_limit_is_refused_before_any_work(toy_translators, 
         toy_translators["attention"].translate([SOURCES[0]], **arguments)
 
 
+@pytest.mark.slow
 def test_the_widest_beam_and_the_longest_output_are_accepted(toy_translators):
     model = toy_translators["attention"]
     (hypotheses,) = model.translate([SOURCES[0]], beam_size=MAX_BEAM_SIZE,

@@ -242,6 +242,7 @@ def test_cli_errors_are_one_line_without_traceback(tmp_path):
     assert result.stderr.startswith("zoo: error: Unknown preset 'nope'. Known presets:")
 
 
+@pytest.mark.slow
 def test_compiled_model_is_saved_without_optimizer_state(tmp_path, rng):
     import h5py
 

@@ -24,6 +24,7 @@ def _python(script, **environment):
                           env={**env, **environment})
 
 
+@pytest.mark.slow
 def test_the_python_api_starts_as_quietly_as_the_cli():
     result = _python("import zoo\n"
                      "print(zoo.load('lstm_seq2seq_addition').translate(['535+61']))")

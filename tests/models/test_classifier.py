@@ -37,6 +37,7 @@ def test_text_is_lower_cased_and_split_as_sst2_writes_it():
         "it", "'s", "great", ",", "is", "n't", "it", "?"]
 
 
+@pytest.mark.slow
 def test_a_fitted_classifier_labels_reviews(fitted):
     results = fitted.classify([t for t, _ in REVIEWS] + ["I LOVED it!"])
     assert [r["label"] for r in results] == ["positive"] * 4 + ["negative"] * 4 + ["positive"]
@@ -45,6 +46,7 @@ def test_a_fitted_classifier_labels_reviews(fitted):
     np.testing.assert_allclose(probabilities.sum(axis=1), 1, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_text_without_known_words_reads_as_one_unknown_word(fitted):
     unknown = fitted.probabilities(["zzz"])
     np.testing.assert_allclose(fitted.probabilities([""]), unknown, atol=1e-6)
@@ -58,11 +60,13 @@ def classifier_preset(fitted, tmp_path_factory):
     return presets.save(fitted, directory, metadata={"task": "classification"})
 
 
+@pytest.mark.slow
 def test_preset_round_trip(fitted, classifier_preset):
     texts = [t for t, _ in REVIEWS]
     run_preset_test(classifier_preset, fitted, lambda m: m.probabilities(texts), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_cli_classify_and_evaluate(classifier_preset, tmp_path, capsys):
     assert main(["classify", str(classifier_preset), "i loved it", "a dull mess"]) == 0
     lines = capsys.readouterr().out.splitlines()

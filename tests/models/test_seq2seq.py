@@ -60,6 +60,7 @@ def test_invalid_beam_size(trained, beam):
         trained["attention"].translate(SOURCES[:1], beam_size=beam)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_n_best_first_is_the_translation_and_scores_are_teacher_forced_log_probabilities(
         trained, name):
