@@ -9,9 +9,9 @@ one, cleaned as its ``cleaning`` says (``normalise_subtitle_chinese``, ``first_g
 A translator's training data is a *mix* (a recipe's ``mix``: corpus name -> weight,
 ``tatoeba`` included): ``training_pairs`` reads the corpora of a language pair, drops
 empty, duplicated and misaligned pairs (``keep_pair``) and any pair that shares a
-sentence with a validation or test set, and ``mix_counts`` says how many examples of
-each corpus one epoch draws (weight 2: every pair twice; 0.25: a quarter of them, a
-different quarter each epoch).
+sentence with a validation or test set; a weight says how many times one epoch takes
+each pair of its corpus (2: every pair twice; 0.25: a quarter of them, a different
+quarter each epoch: ``zoo.training.batches.mixed_dataset``).
 
 The real-text sets (``EVALUATION_SETS``) are split once, by position: the first part
 of each validates (early stopping, the beam's settings), the rest is the test, scored
@@ -237,11 +237,6 @@ def evaluation_sets(language, role, directory=None):
     test (``"test"``) a translator between English and ``language``."""
     return {name: evaluation_set(language, name, directory)
             for name in EVALUATION_SETS.get(language, {}) if name.endswith("_" + role)}
-
-
-def mix_counts(sizes, weights):
-    """Examples drawn per epoch from each corpus: ``round(weight * size)``."""
-    return {name: round(weights[name] * sizes[name]) for name in weights}
 
 
 def describe(name):
