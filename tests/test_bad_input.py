@@ -387,7 +387,10 @@ FUZZ_CHARACTERS = sorted(set(
 # conftest's autouse fixtures are per test, not per example: nothing of theirs is reused.
 FUZZ = settings(max_examples=100, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
-SLOW_FUZZ = settings(FUZZ, max_examples=20)
+# The exported runtimes' fuzz draws the same examples in every run (derandomize): one run
+# of the whole slow suite (two xdist workers) lost its worker inside the translation case,
+# which passed again alone and with its file in one process; CI must not depend on a draw.
+SLOW_FUZZ = settings(FUZZ, max_examples=20, derandomize=True)
 
 
 def _texts(words):
