@@ -496,6 +496,7 @@ def test_the_page_translates_as_the_model_and_draws_the_attention(browser, page_
     assert resources and all(r.startswith(page_url) for r in resources), resources
 
 
+@pytest.mark.slow
 def test_serving_beyond_this_machine_warns_that_the_page_is_open(monkeypatch, capsys):
     from zoo import demo
 
