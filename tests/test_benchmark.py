@@ -135,3 +135,20 @@ def test_decoding_benchmark_compares_two_processes_case_by_case():
     assert lines[2].startswith("greedy, batch of 4")
     ratio = results["cases"][0]["ratio"]
     assert lines[2].endswith(f"{ratio:>8.2f}  {ratio:.2f}-{ratio:.2f}")
+
+
+@pytest.mark.slow
+def test_decoding_options_benchmark_times_each_option_against_none():
+    lines = []
+    results = benchmark.benchmark_decoding_options("gru_bahdanau_cmn_en", batch=3, rounds=1,
+                                                   printer=lines.append)
+    options = list(benchmark.DECODING_OPTIONS)
+    assert [(c["beam_size"], c["option"]) for c in results["cases"]] == [
+        *((1, o) for o in options), *((5, o) for o in options), (5, "coverage_penalty=0.2")]
+    for case in results["cases"]:
+        assert case["sentences_per_second"] > 0
+        if case["option"] == "none":  # against itself, in the same round
+            assert case["ratio"] == 1.0 and case["interval_95"] == [1.0, 1.0]
+    assert results["batch"] == 3 and lines[1].split() == ["search", "option", "sentences/s",
+                                                          "ratio", "95%", "interval"]
+    assert lines[2].startswith("greedy  none") and lines[2].endswith("1.00  1.00-1.00")

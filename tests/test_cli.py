@@ -188,9 +188,9 @@ def test_translate_with_output_rules(toy_preset, tmp_path, capsys):
     assert main(["translate", str(toy_preset), *options, "--input", str(source),
                  "--output", str(output)]) == 0
     assert output.read_text(encoding="utf-8").splitlines() == expected
-    assert main(["translate", str(toy_preset), "--max-length-ratio", "0", "你好。"]) == 2
+    assert main(["translate", str(toy_preset), "--max-length-ratio", "-1", "你好。"]) == 2
     assert capsys.readouterr().err == ("zoo: error: --max-length-ratio must be a positive "
-                                       "number or None; received 0.0.\n")
+                                       "number, 0 (off) or None; received -1.0.\n")
 
 
 def test_translate_file_usage_errors(toy_preset, tmp_path, capsys):
@@ -245,6 +245,10 @@ def test_evaluate_json_last_line(toy_preset, tmp_path):
     assert report["metric"] == "bleu" and report["examples"] == 2
     assert report["value"] == 100.0 and report["chrf"] == 100.0
     assert report["unknown_outputs"] == 0
+    assert report["decoding_failures"] == {"outputs": 2, "stutter": 0.0, "repeated_phrase": 0.0,
+                                           "short": 0.0}
+    assert ("outputs that stutter 0.0%, repeat a phrase the reference does not 0.0%, have "
+            "under half the reference's words 0.0%") in result.stderr.splitlines()
 
 
 @pytest.mark.slow

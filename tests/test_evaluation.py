@@ -301,3 +301,34 @@ def test_made_up_words_are_words_of_no_training_text():
                                       known, "en")
     assert (result["count"], result["examples"], result["percent"]) == (2, 3, 66.67)
     assert result["words"] == ["books", "pillr"]  # numbers never count
+
+
+def test_stutters_finds_a_word_or_a_phrase_three_times_in_a_row():
+    assert evaluation.stutters("the m m m o'clock".split())
+    assert evaluation.stutters("to be a b a b a b".split())
+    assert not evaluation.stutters("m m o'clock m".split())  # twice in a row, then apart
+    assert not evaluation.stutters("a b a b c a b".split())
+    assert not evaluation.stutters([])
+
+
+def test_decoding_failures_counts_outputs_in_percent():
+    hypotheses = ["in the m. m. m. here",  # stutter (the dots are not words)
+                  "Si",  # 1 word against 7: short
+                  "I like it, and I like it a lot.",  # "I like it" twice; the reference once
+                  "She said no, no, no.",  # a stutter the reference has too: still a stutter
+                  "Close the window please."]
+    references = ["in the afternoon here", "If the heating still is not working",
+                  "I like it a lot.", "She said no, no, no.", "Please close the window."]
+    result = evaluation.decoding_failures(hypotheses, references, "en")
+    assert result == {"outputs": 5, "stutter": 40.0, "repeated_phrase": 20.0, "short": 20.0}
+
+
+def test_decoding_failures_keeps_a_phrase_the_reference_repeats_and_counts_chinese_characters():
+    # The reference says "I like it" twice too: not a failure of the search.
+    assert evaluation.decoding_failures(
+        ["I like it, I like it."], ["I like it, I like it!"], "en")["repeated_phrase"] == 0
+    # 3 characters against 8: short; 4 against 8: not.
+    assert evaluation.decoding_failures(["我读书。", "我读了书。"], ["我读了一本好书。"] * 2,
+                                        "zh")["short"] == 50.0
+    with pytest.raises(ValueError, match="one hypothesis per reference"):
+        evaluation.decoding_failures(["a"], ["a", "b"], "en")

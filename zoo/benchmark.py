@@ -552,6 +552,64 @@ def benchmark_decoding(name, baseline, batch=64, latency_sentences=16, rounds=9,
     return results
 
 
+# -- the decoding options' cost -----------------------------------------------------------
+
+# Each option of issue 41 alone, at the value a preset would use; "none" turns every rule
+# off (a call's 0), so that a preset's defaults do not hide in the reference.
+DECODING_OPTIONS = {
+    "none": {"no_repeat_ngram_size": 0, "min_length_ratio": 0, "max_length_ratio": 0},
+    "no_repeat_ngram_size=3": {"no_repeat_ngram_size": 3, "min_length_ratio": 0,
+                               "max_length_ratio": 0},
+    "min_length_ratio=0.5": {"no_repeat_ngram_size": 0, "min_length_ratio": 0.5,
+                             "max_length_ratio": 0},
+    "max_length_ratio=2": {"no_repeat_ngram_size": 0, "min_length_ratio": 0,
+                           "max_length_ratio": 2.0},
+    "the preset's defaults": {},
+}
+
+
+def benchmark_decoding_options(name, batch=64, rounds=9, data_dir=None, printer=print):
+    """What each decoding option costs: Keras ``model.translate`` of one batch of
+    ``batch`` test sentences, greedy and beam 5, with each output rule alone, the
+    preset's defaults, and (beam 5, attention presets) a coverage penalty of 0.2, each
+    timed against no option in the same rounds (alternating, in one process): the
+    median of the rounds' speed ratios with its 95% bootstrap interval."""
+    import zoo
+    from zoo.training import translation
+
+    model = zoo.load(name)
+    sources, _ = translation.preset_splits(name, data_dir)["test"]
+    texts = sources[:: max(len(sources) // batch, 1)][:batch]
+
+    def translating(model, beam_size, rules):
+        return lambda: model.translate(texts, beam_size=beam_size, **rules)
+
+    cases = {(beam, option): translating(model, beam, rules)
+             for beam in (1, 5) for option, rules in DECODING_OPTIONS.items()}
+    if model.has_attention:
+        covering = zoo.load(name)  # a model of its own: a new beta recompiles the searches
+        covering.coverage_penalty = 0.2
+        cases[5, "coverage_penalty=0.2"] = translating(covering, 5, DECODING_OPTIONS["none"])
+    seconds = alternate_rounds(cases, rounds, 1)
+    printer(f"zoo benchmark decoding {name}: each option's speed against none, Keras translate "
+            f"of {len(texts)} test sentences in one batch; {rounds} alternating rounds: the "
+            f"median of each round's ratio with its 95% bootstrap interval (the preset's "
+            f"defaults: {model.output_rules or 'none'})")
+    printer(f"{'search':<8}{'option':<26}{'sentences/s':>12}{'ratio':>8}  95% interval")
+    results = {"preset": name, "rounds": rounds, "batch": len(texts),
+               "output_rules": model.output_rules, "cases": []}
+    for (beam, option), times in seconds.items():
+        paired = paired_speed_ratio(times, seconds[beam, "none"])
+        low, high = paired["interval_95"]
+        speed = len(texts) / statistics.median(times)
+        search = "greedy" if beam == 1 else "beam 5"
+        printer(f"{search:<8}{option:<26}{speed:>12.1f}{paired['ratio']:>8.2f}  "
+                f"{low:.2f}-{high:.2f}")
+        results["cases"].append({"beam_size": beam, "option": option,
+                                 "sentences_per_second": speed, **paired})
+    return results
+
+
 # -- serving under load ----------------------------------------------------------------------
 
 

@@ -51,12 +51,12 @@ def _command_benchmark(args):
         raise UsageError(f"zoo benchmark {args.what} needs a preset name.")
     elif args.what == "serve":
         results = benchmark.benchmark_serve(args.name, data_dir=args.data_dir, **requests)
-    elif args.what == "decoding":
-        if not args.baseline:
-            raise UsageError("zoo benchmark decoding needs --baseline CHECKOUT (another "
-                             "checkout of the zoo to compare with, e.g. a git worktree).")
+    elif args.what == "decoding" and args.baseline:
         results = benchmark.benchmark_decoding(args.name, args.baseline, data_dir=args.data_dir,
                                                **rounds)
+    elif args.what == "decoding":
+        results = benchmark.benchmark_decoding_options(args.name, data_dir=args.data_dir,
+                                                       **rounds)
     else:
         results = benchmark.benchmark_translate(args.name, data_dir=args.data_dir, **rounds)
     if args.json:
@@ -444,11 +444,14 @@ def build_parser():
     translate.add_argument("--n-best", type=int, help="print the N best hypotheses of the "
                            "beam with their scores (length-normalised log-probabilities)")
     translate.add_argument("--no-repeat-ngram", type=int, metavar="N",
-                           help="never say an N-gram of pieces twice (default: off)")
+                           help="never say an N-gram of pieces twice (0: off; default: the "
+                                "preset's output rules, zoo info NAME)")
     translate.add_argument("--min-length-ratio", type=float, metavar="R",
-                           help="at least R x the source's pieces before the end (default: off)")
+                           help="at least R x the source's pieces before the end (0: off; "
+                                "default: the preset's)")
     translate.add_argument("--max-length-ratio", type=float, metavar="R",
-                           help="end after at most R x the source's pieces (default: off)")
+                           help="end after at most R x the source's pieces (0: off; default: "
+                                "the preset's)")
     translate.add_argument("--input", help="a UTF-8 file: one sentence per line")
     translate.add_argument("--output", help="where the translations go, one line per input "
                            "line (default: stdout)")
@@ -584,7 +587,8 @@ def build_parser():
                        help="alternating rounds (default 7 for layers, 9 otherwise)")
     bench.add_argument("--batch", type=int, help="layers: sequences per call (default 64)")
     bench.add_argument("--baseline",
-                       help="decoding: another checkout of the zoo to compare with")
+                       help="decoding: another checkout of the zoo to compare with (without "
+                            "it: each decoding option's cost)")
     bench.add_argument("--data-dir",
                        help="translate, serve, decoding: the data folder (test sentences)")
     bench.add_argument("--json", action="store_true", help="also print the results as JSON")
@@ -643,6 +647,7 @@ EXAMPLES = {
     "benchmark": [
         "zoo benchmark layers",
         "zoo benchmark translate gru_bahdanau_cmn_en --rounds 3 --json",
+        "zoo benchmark decoding gru_bahdanau_cmn_en",
         "zoo benchmark decoding gru_bahdanau_cmn_en --baseline ../other-checkout",
     ],
 }

@@ -97,6 +97,52 @@ def made_up_words(hypotheses, known_words, language):
             "words": sorted({word for words in invented for word in words})[:50]}
 
 
+def _percent(count, total):
+    return round(100 * count / max(total, 1), 2)
+
+
+def _words(text, language):
+    """The words that carry content (``zoo.text.tokenize``'s, punctuation left out)."""
+    return [w for w in tokenizers.tokenize(text, language) if not punctuation_only(w)]
+
+
+def stutters(words):
+    """Whether a word or a phrase comes three times in a row ("m. m. m.", "a b a b a b")."""
+    for size in range(1, len(words) // 3 + 1):
+        for start in range(len(words) - 3 * size + 1):
+            phrase = words[start : start + size]
+            if (phrase == words[start + size : start + 2 * size]
+                    == words[start + 2 * size : start + 3 * size]):
+                return True
+    return False
+
+
+def repeated_phrases(words, size=3):
+    """The phrases of ``size`` words said more than once."""
+    counts = {}
+    for start in range(len(words) - size + 1):
+        phrase = tuple(words[start : start + size])
+        counts[phrase] = counts.get(phrase, 0) + 1
+    return {phrase for phrase, count in counts.items() if count > 1}
+
+
+def decoding_failures(hypotheses, references, language):
+    """The failures a reader sees at once in a search's outputs (issue 41; Koehn and
+    Knowles 2017), as percentages of outputs, counted in words without punctuation
+    (Chinese: characters): ``stutter``, a word or phrase three times in a row;
+    ``repeated_phrase``, a phrase of three words said twice where the reference does
+    not say it twice; ``short``, fewer than half the reference's words."""
+    hypotheses, references = _paired(hypotheses, references)
+    counts = {"stutter": 0, "repeated_phrase": 0, "short": 0}
+    for hypothesis, reference in zip(hypotheses, references):
+        said, meant = _words(hypothesis, language), _words(reference, language)
+        counts["stutter"] += stutters(said)
+        counts["repeated_phrase"] += bool(repeated_phrases(said) - repeated_phrases(meant))
+        counts["short"] += 2 * len(said) < len(meant)
+    return {"outputs": len(hypotheses),
+            **{name: _percent(count, len(hypotheses)) for name, count in counts.items()}}
+
+
 def punctuation_only(word):
     """A word made only of Unicode punctuation (category P: ``.``, ``！``, ``«``, ...)."""
     return bool(word) and all(unicodedata.category(ch).startswith("P") for ch in word)

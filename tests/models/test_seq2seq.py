@@ -137,10 +137,12 @@ def test_output_rules_bound_every_translation(trained, beam_size):
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"no_repeat_ngram_size": 0}, "no_repeat_ngram_size must be a positive integer or None; "
-                                  "received 0"),
-    ({"min_length_ratio": -1}, "min_length_ratio must be a positive number or None; received -1"),
-    ({"max_length_ratio": float("nan")}, "max_length_ratio must be a positive number or None"),
+    ({"no_repeat_ngram_size": -1}, r"no_repeat_ngram_size must be a positive integer, 0 \(off\) "
+                                   "or None; received -1"),
+    ({"no_repeat_ngram_size": 2.0}, "no_repeat_ngram_size must be a positive integer"),
+    ({"min_length_ratio": -1}, r"min_length_ratio must be a positive number, 0 \(off\) or None; "
+                               "received -1"),
+    ({"max_length_ratio": float("nan")}, "max_length_ratio must be a positive number"),
     ({"min_length_ratio": 2, "max_length_ratio": 1},
      r"min_length_ratio \(2\) must be at most max_length_ratio \(1\)"),
 ])
@@ -166,6 +168,44 @@ def test_coverage_penalty_is_a_model_setting_for_attention_models(trained):
         trained["bottleneck"].coverage_penalty = 0.2
     with pytest.raises(ValueError, match="coverage_penalty must be a number >= 0; received -1"):
         model.coverage_penalty = -1
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_output_rules_of_the_model_are_every_search_default(trained, beam_size):
+    model = trained["attention"]
+    rules = {"no_repeat_ngram_size": 1, "min_length_ratio": 1.5}
+    plain = model.translate(SOURCES, beam_size=beam_size)
+    ruled = model.translate(SOURCES, beam_size=beam_size, **rules)
+    assert ruled != plain  # the toy model repeats pieces and stops early without them
+    model.output_rules = rules
+    try:
+        assert model.get_config()["output_rules"] == rules
+        assert model.translate(SOURCES, beam_size=beam_size) == ruled
+        # A call's rule replaces the default; 0 turns one off.
+        assert model.translate(SOURCES, beam_size=beam_size, no_repeat_ngram_size=0,
+                               min_length_ratio=0) == plain
+        model.output_rules = {}
+        only_ngrams = model.translate(SOURCES, beam_size=beam_size, no_repeat_ngram_size=1)
+        model.output_rules = rules
+        assert model.translate(SOURCES, beam_size=beam_size, min_length_ratio=0) == only_ngrams
+        rebuilt = type(model).from_config(model.get_config())
+        assert rebuilt.output_rules == rules
+    finally:
+        model.output_rules = {}
+    assert model.translate(SOURCES, beam_size=beam_size) == plain
+
+
+def test_bad_model_output_rules_are_clear_errors(trained):
+    model = trained["attention"]
+    with pytest.raises(TypeError, match="output_rules must be a dict of translate's output "
+                                        "rules; received 3"):
+        model.output_rules = 3
+    with pytest.raises(ValueError, match=r"Unknown output rules \['no_repeat'\]; known: "
+                                         "no_repeat_ngram_size, min_length_ratio"):
+        model.output_rules = {"no_repeat": 3}
+    with pytest.raises(ValueError, match="min_length_ratio must be a positive number"):
+        model.output_rules = {"min_length_ratio": -2}
+    assert model.output_rules == {}
 
 
 @pytest.mark.parametrize("beam_size", [1, 3])

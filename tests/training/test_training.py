@@ -118,6 +118,52 @@ def test_retune_decoding_rescores_without_touching_the_weights(recipe_file, pair
     assert metadata["training"]["epochs_run"] == 1  # the training record is kept
     assert (out / "model.weights.h5").read_bytes() == weights_bytes  # not even re-saved
     assert "re-chosen on validation" in (out / "README.md").read_text()
+    # No real-text validation set in this data folder: no output rules are chosen.
+    assert "output_rules" not in metadata and zoo.load(out).output_rules == {}
+
+
+class RulesFollowingTranslator:
+    """Answers each output-rules candidate with outputs given in advance."""
+
+    target_language = "en"
+
+    def __init__(self, outputs):
+        self.outputs, self.output_rules, self.calls = outputs, {}, []
+
+    def translate(self, sources, beam_size, check_outputs, **rules):
+        self.calls.append((len(sources), beam_size, rules))
+        return self.outputs[tuple(sorted(rules.items()))][len(sources) > 2]
+
+
+def test_output_rules_are_the_best_real_text_chrf_that_keeps_the_textbook_score():
+    textbook = (["a", "b"], ["the cat sat.", "a dog ran."])
+    real_text = {"news": (["x", "y", "z"], ["it was a long day at work.", "we left early.",
+                                            "rain fell all night."])}
+    stuttering = ["it was a a a day.", "we left.", "rain rain rain."]
+    fixed = ["it was a long day.", "we left early.", "rain fell."]
+    outputs = {
+        (): (textbook[1], stuttering),
+        (("no_repeat_ngram_size", 3),): (textbook[1], fixed),
+        # The best chrF of all, but it costs the textbook BLEU: not chosen.
+        (("min_length_ratio", 0.5),): (["the cat.", "a dog."], real_text["news"][1]),
+    }
+    model = RulesFollowingTranslator(outputs)
+    candidates = [dict(rules) for rules in outputs]
+    lines = []
+    results = translation.choose_output_rules(model, textbook, real_text, "bleu",
+                                              candidates=candidates, printer=lines.append)
+    assert model.output_rules == {"no_repeat_ngram_size": 3}
+    assert [r["rules"] for r in results] == candidates
+    assert results[2]["chrf"] == 100.0 and results[2]["bleu"] < results[0]["bleu"] == 100.0
+    assert results[0]["stutter"] == 66.67 and results[1]["stutter"] == 0.0
+    assert {beam for _, beam, _ in model.calls} == {5}
+    assert lines[-1] == "output rules chosen: {'no_repeat_ngram_size': 3}"
+
+
+def test_spread_sample_keeps_both_ends_of_a_set_sorted_by_length():
+    sources = [str(i) for i in range(10)]
+    assert translation.spread_sample(sources, sources, 4) == (["0", "3", "6", "9"],) * 2
+    assert translation.spread_sample(sources, sources, 20) == (sources, sources)
 
 
 def test_retune_decoding_needs_a_tatoeba_preset(toy_preset, capsys):

@@ -66,7 +66,8 @@ class TFLiteTranslator:
 
     def translate_ids_with_rules(self, source_ids, beam_size=1, no_repeat_ngram_size=None,
                                  min_length_ratio=None, max_length_ratio=None):
-        """``translate_ids`` with ``model.translate``'s output rules (None: off)."""
+        """``translate_ids`` with these output rules (None and 0: off; the file's
+        defaults do not apply: ``translate`` adds them)."""
         if beam_size not in self._runners:
             raise ValueError(
                 f"This file decodes with beam_size 1 or {self.beam_size}; received "
@@ -94,9 +95,12 @@ class TFLiteTranslator:
         """As ``model.translate``: with ``sampling``, the same seed gives the same texts
         (the draws of ``zoo.decoding.step_uniforms``, computed with Keras on any backend;
         ``KERAS_BACKEND=numpy`` is enough); the output rules run in the file's
-        ``*_with_rules`` signatures (not with sampling)."""
+        ``*_with_rules`` signatures (not with sampling), over the preset's defaults
+        (``output_rules`` in ``NAME.json``, compiled into the other signatures)."""
         texts = codec.text_list(texts)
         rules = codec.check_output_rules(no_repeat_ngram_size, min_length_ratio, max_length_ratio)
+        if rules:
+            rules = {**self.config.get("output_rules", {}), **rules}
         if sampling and rules:
             raise ValueError("This file's sampling signature keeps no output rules; "
                              "use them with beam_size 1 or the file's beam.")

@@ -12,7 +12,8 @@ and a plain ``tf.saved_model.load`` can run it without ``zoo`` installed:
   cut), top_p: float32[] (1: no cut))`` (what ``model.translate(texts, sampling=True,
   ...)`` draws with that seed) and ``translate_with_rules(texts, beam_size,
   no_repeat_ngram_size: int32[], min_length_ratio: float32[], max_length_ratio:
-  float32[])`` (``model.translate``'s output rules; 0 turns one off) and
+  float32[])`` (``model.translate``'s output rules, each given: 0 turns one off; the
+  other signatures keep the preset's defaults, ``model.output_rules``) and
   ``translate_with_prefix(texts, prefixes: string[B], beam_size)`` (``model.translate(texts,
   beam_size, prefix=prefixes)``);
 - language model: ``serving_default(prompt: string[], length: int32[],

@@ -179,6 +179,9 @@ def runner_config(model, beam_size, quantize):
         "format": TFLITE_CONFIG_FORMAT,
         "max_output_length": model.max_output_length,
         "beam_size": beam_size,
+        # The preset's defaults, compiled into greedy, beam and sample; a runner passes
+        # them to the *_with_rules signatures under the rules a call sets.
+        "output_rules": model.output_rules,
         "quantize": quantize,
         "max_text_length": MAX_TEXT_LENGTH,
         "signatures": {"greedy": "greedy", "beam": "beam", "sample": "sample",

@@ -69,6 +69,12 @@ def output_rules(source_ids, limits, max_length, no_repeat_ngram_size=None,
     return decoding.OutputRules(no_repeat_ngram_size, min_lengths, end_lengths, prefix)
 
 
+def _without_offs(rules):
+    """Output rules without those a Python 0 turns off (a tensor's 0 is off in the graph)."""
+    return {name: value for name, value in rules.items()
+            if not (isinstance(value, (int, float)) and value == 0)}
+
+
 def _pad_for_compilation(source_ids):
     """JAX compiles a search once per input shape: padding the source to a multiple of
     8 positions bounds the shapes it sees (the padding is masked, so the numbers are
@@ -97,12 +103,15 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         length_penalty: alpha of the GNMT length normalisation in beam search.
         coverage_penalty: beta of GNMT's coverage penalty in beam search (models with
             attention; 0: off), ``decoding.coverage_penalty``.
+        output_rules: the rules every search keeps unless a call says otherwise
+            (``translate``'s ``no_repeat_ngram_size``, ``min_length_ratio``,
+            ``max_length_ratio``; a preset's are chosen on validation).
     """
 
     def __init__(self, source_language, target_language, source_vocabulary_size,
                  target_vocabulary_size, embedding_dim=256, units=256, dropout=0.2,
                  max_source_length=64, max_output_length=64, length_penalty=0.6,
-                 coverage_penalty=0.0, **kwargs):
+                 coverage_penalty=0.0, output_rules=None, **kwargs):
         super().__init__(**kwargs)
         for language in (source_language, target_language):
             tokenizers._check_language(language)
@@ -117,6 +126,7 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         self.max_output_length = max_output_length
         self.length_penalty = length_penalty
         self.coverage_penalty = coverage_penalty
+        self.output_rules = output_rules or {}
         self.preprocessor = None
 
         self.source_embedding = keras.layers.Embedding(
@@ -160,6 +170,7 @@ class Seq2Seq(presets.FromPreset, keras.Model):
             "max_output_length": self.max_output_length,
             "length_penalty": self.length_penalty,
             "coverage_penalty": self.coverage_penalty,
+            "output_rules": self.output_rules,
         }
 
     @classmethod
@@ -275,6 +286,23 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         self._coverage_penalty = float(beta)
         zoo_backend.forget_model_functions(self)
 
+    @property
+    def output_rules(self):
+        """The output rules every search keeps unless a call sets them (``translate``)."""
+        return dict(self._output_rules)
+
+    @output_rules.setter
+    def output_rules(self, rules):
+        if not isinstance(rules, dict):
+            raise TypeError(f"output_rules must be a dict of translate's output rules; "
+                            f"received {rules!r}.")
+        known = ("no_repeat_ngram_size", "min_length_ratio", "max_length_ratio")
+        unknown = sorted(set(rules) - set(known))
+        if unknown:
+            raise ValueError(f"Unknown output rules {unknown}; known: {', '.join(known)}.")
+        self._output_rules = _without_offs(codec.check_output_rules(**rules))
+        zoo_backend.forget_model_functions(self)  # the searches compiled the old rules in
+
     def _beam(self, beam_size, num_hypotheses=1):
         return decoding.Beam(beam_size, num_hypotheses, self.length_penalty,
                              beta=self.coverage_penalty)
@@ -321,6 +349,7 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         # A static batch size (TFLite traces at batch 1) keeps the loop shapes static.
         batch = source_ids.shape[0] or ops.shape(source_ids)[0]
         limits = output_limits(source_ids, max_length)
+        rules = _without_offs({**self._output_rules, **(rules or {})})
         if rules:
             strategy.rules = output_rules(source_ids, limits, max_length, **rules)
         step, state, memory = self._step_function(source_ids)

@@ -139,18 +139,20 @@ def check_translation_sampling(beam_size, temperature, seed, top_k, top_p):
 
 def check_output_rules(no_repeat_ngram_size=None, min_length_ratio=None, max_length_ratio=None):
     """The decoding rules of every runtime's ``translate`` as a dict of the options set
-    (empty when none is: no rule, no cost), or a clear error for a bad value."""
+    (empty when none is: the preset's defaults, ``output_rules``), or a clear error for a
+    bad value. 0 turns a rule off (a preset's default too)."""
     if no_repeat_ngram_size is not None and (
             not isinstance(no_repeat_ngram_size, int) or isinstance(no_repeat_ngram_size, bool)
-            or no_repeat_ngram_size < 1):
-        raise ValueError(f"no_repeat_ngram_size must be a positive integer or None; received "
-                         f"{no_repeat_ngram_size!r}.")
+            or no_repeat_ngram_size < 0):
+        raise ValueError(f"no_repeat_ngram_size must be a positive integer, 0 (off) or None; "
+                         f"received {no_repeat_ngram_size!r}.")
     for name, ratio in (("min_length_ratio", min_length_ratio),
                         ("max_length_ratio", max_length_ratio)):
         if ratio is not None and (not isinstance(ratio, (int, float)) or isinstance(ratio, bool)
-                                  or not 0 < ratio < float("inf")):
-            raise ValueError(f"{name} must be a positive number or None; received {ratio!r}.")
-    if None not in (min_length_ratio, max_length_ratio) and min_length_ratio > max_length_ratio:
+                                  or not 0 <= ratio < float("inf")):
+            raise ValueError(f"{name} must be a positive number, 0 (off) or None; received "
+                             f"{ratio!r}.")
+    if min_length_ratio and max_length_ratio and min_length_ratio > max_length_ratio:
         raise ValueError(f"min_length_ratio ({min_length_ratio}) must be at most "
                          f"max_length_ratio ({max_length_ratio}).")
     options = {"no_repeat_ngram_size": no_repeat_ngram_size,

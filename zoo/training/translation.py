@@ -167,6 +167,54 @@ def choose_length_penalty(model, sources, references, candidates=LENGTH_PENALTIE
     return results
 
 
+# Output rules tried as a preset's defaults (issue 41): none, no repeated 3-gram of pieces,
+# a floor on the length (a share of the source's pieces), and both.
+OUTPUT_RULE_CANDIDATES = ({}, {"no_repeat_ngram_size": 3}, {"min_length_ratio": 0.5},
+                          {"no_repeat_ngram_size": 3, "min_length_ratio": 0.5},
+                          {"no_repeat_ngram_size": 3, "min_length_ratio": 0.8})
+# Sentences of each real-text validation set the rules are tried on (``spread_sample``).
+RULES_SAMPLE = 300
+
+
+def spread_sample(sources, references, count):
+    """``count`` pairs (all, when there are fewer) spread evenly over the set, first and
+    last included: Tatoeba's files run from short sentences to long."""
+    if len(sources) <= count:
+        return list(sources), list(references)
+    positions = np.linspace(0, len(sources) - 1, count).round().astype(int)
+    return [sources[i] for i in positions], [references[i] for i in positions]
+
+
+def choose_output_rules(model, textbook, real_text, metric="bleu", beam_size=5,
+                        candidates=OUTPUT_RULE_CANDIDATES, printer=print):
+    """Set ``model.output_rules`` to the candidate with the best chrF on the real-text
+    validation sets (``real_text``: ``{name: (sources, references)}``, long sentences
+    among them) whose beam-5 ``metric`` on the textbook validation pairs
+    (``textbook``: ``(sources, references)``) is not below that of no rules; returns each
+    candidate's figures (chrF, the metric, ``evaluation.decoding_failures``)."""
+    language = model.target_language
+    sources = [s for pairs in real_text.values() for s in pairs[0]]
+    references = [r for pairs in real_text.values() for r in pairs[1]]
+    results = []
+    for rules in candidates:
+        hypotheses = model.translate(sources, beam_size=beam_size, check_outputs=False, **rules)
+        textbook_hypotheses = model.translate(textbook[0], beam_size=beam_size,
+                                              check_outputs=False, **rules)
+        result = {"rules": rules, "chrf": evaluation.chrf(hypotheses, references)["score"],
+                  metric: evaluation.sequence_score(metric, textbook_hypotheses, textbook[1],
+                                                    language),
+                  **evaluation.decoding_failures(hypotheses, references, language)}
+        printer(f"output rules {rules or 'none'}: real-text chrF {result['chrf']}, textbook "
+                f"{metric} {result[metric]}, stutter {result['stutter']}%, repeated phrase "
+                f"{result['repeated_phrase']}%, short {result['short']}%")
+        results.append(result)
+    floor = results[0][metric]  # no rules: the textbook score the defaults may not lower
+    allowed = [r for r in results if r[metric] >= floor]
+    model.output_rules = max(allowed, key=lambda r: r["chrf"])["rules"]  # the first on ties
+    printer(f"output rules chosen: {model.output_rules or 'none'}")
+    return results
+
+
 def tune_decoding(model, sources, references, metric, printer):
     """Pick the beam-search length penalty on validation; the metric of greedy and beam 5 there."""
     alpha_results = choose_length_penalty(model, sources, references, metric=metric)
@@ -359,12 +407,49 @@ class TranslationTask(Task):
                            "pieces": "WordPiece (zoo.text.wordpiece)" if preprocessor.subwords
                            else "whole words"},
             "training": {**record, **self.initial_preset_record()},
-            f"validation_{metric}": tune_decoding(model, *splits["validation"], metric,
-                                                  self.printer),
-            "length_penalty": model.length_penalty,
+            **self.choose_decoding(model, splits, metric),
             "weights_dtype": recipe.weights_dtype,
             **self.terms(),
         }
+
+    def choose_decoding(self, model, splits, metric):
+        """The decoding settings a preset ships with, chosen on validation: the length
+        penalty, then (where the language has real-text validation sets) the default
+        output rules; the metadata entries that record them."""
+        choices = {f"validation_{metric}": tune_decoding(model, *splits["validation"], metric,
+                                                         self.printer),
+                   "length_penalty": model.length_penalty}
+        rules_validation = self.output_rules_validation()
+        if rules_validation:
+            choices["output_rules_validation"] = {
+                "sentences": {"textbook": len(rules_validation[0][0]),
+                              **{name: len(pairs[0])
+                                 for name, pairs in rules_validation[1].items()}},
+                "candidates": choose_output_rules(model, *rules_validation, metric,
+                                                  printer=self.printer)}
+            choices["output_rules"] = model.output_rules
+        return choices
+
+    def output_rules_validation(self):
+        """What the default output rules are chosen on: about 1,000 of Tatoeba's validation
+        pairs and ``RULES_SAMPLE`` of each real-text validation set of the language (long
+        sentences among them); None for a language with no such sets, or where they are
+        not in the data folder (a mix needs them; a Tatoeba preset then keeps no rules)."""
+        if self.data_file or self.tfds_name:
+            return None
+        try:
+            real_text = self._real_text_sets("validation")
+        except FileNotFoundError as missing:
+            self.printer(f"output rules left off: no real-text validation set to choose them "
+                         f"on ({missing})")
+            return None
+        if not real_text:
+            return None
+        source = self.recipe.source_language
+        textbook = pair_sides(self._tatoeba_splits["validation"], source)
+        return (spread_sample(*textbook, 1000),
+                {name: spread_sample(*pair_sides(pairs, source), RULES_SAMPLE)
+                 for name, pairs in real_text.items()})
 
     def terms(self):
         """``{"terms": ...}`` where a corpus of the mix restricts the preset's use (TVsub:
@@ -483,6 +568,7 @@ class TranslationTask(Task):
         scores = evaluation.real_text_scores(sources, hypotheses, references,
                                              model.source_language, model.target_language)
         holes = evaluation.unknown_outputs(hypotheses)
+        failures = evaluation.decoding_failures(hypotheses, references, model.target_language)
         buckets = [f"  {bucket:>6} source tokens: {values['sentences']:5} sentences, chrF "
                    f"{values['chrf']}, BLEU {values['bleu']}, length ratio {values['length_ratio']}"
                    for bucket, values in scores["by_source_length"].items()]
@@ -490,11 +576,14 @@ class TranslationTask(Task):
                  "signature": scores["bleu_signature"], "chrf": scores["chrf"],
                  "length_ratio": scores["length_ratio"], "beam_size": beam_size,
                  "unknown_outputs": holes["count"], "by_source_length": scores["by_source_length"],
-                 "unreadable_lines": len(unreadable)},
+                 "decoding_failures": failures, "unreadable_lines": len(unreadable)},
                 [f"BLEU {scores['bleu']}  ({scores['bleu_signature']})",
                  f"chrF {scores['chrf']}  ({scores['chrf_signature']})",
                  f"length ratio {scores['length_ratio']} (output / reference tokens)",
                  f"[UNK] in {holes['count']} of {holes['examples']} outputs ({holes['percent']}%)",
+                 f"outputs that stutter {failures['stutter']}%, repeat a phrase the reference "
+                 f"does not {failures['repeated_phrase']}%, have under half the reference's "
+                 f"words {failures['short']}%",
                  "by source length:", *buckets])
 
 
@@ -592,7 +681,8 @@ def preset_splits(name_or_directory, data_dir=None):
 
 
 def retune_decoding(directory, data_dir=None, printer=print):
-    """Re-choose the length penalty of a trained preset on its validation split and
+    """Re-choose the length penalty (and the default output rules) of a trained preset on
+    its validation split and
     re-score its test split (after a change in decoding); the weights (their very
     bytes) and the training record stay as they are."""
     task = preset_task(directory, data_dir, printer)
@@ -600,16 +690,14 @@ def retune_decoding(directory, data_dir=None, printer=print):
     metadata = presets.describe(directory)
     model = presets.load(directory)
     metric = metric_of(metadata)
-    metadata[f"validation_{metric}"] = tune_decoding(model, *splits["validation"], metric,
-                                                     printer)
-    metadata["length_penalty"] = model.length_penalty
+    metadata.update(task.choose_decoding(model, splits, metric))
     metadata["training"]["decoding_retuned"] = {
         "command": f"zoo train {task.recipe.name} --retune-decoding",
         "length_penalties": list(LENGTH_PENALTIES),
     }
     metadata.update(task.score(model, splits))
-    presets.rewrite_description(directory, metadata, task.card(metadata),
-                                config_changes={"length_penalty": model.length_penalty})
+    presets.rewrite_description(directory, metadata, task.card(metadata), config_changes={
+        "length_penalty": model.length_penalty, "output_rules": model.output_rules})
     return Path(directory)
 
 
@@ -686,11 +774,31 @@ def model_card(metadata):
                      f"{retuned['length_penalties']} after training: `{retuned['command']}`")
     if "length_penalty" in metadata:
         lines.append(f"- beam length penalty: {metadata['length_penalty']}")
+    if "output_rules" in metadata:
+        lines += _output_rules_lines(metadata)
     if "initial_preset" in training:
         start = training["initial_preset"]
         lines.append(f"- started from the preset `{start['name']}` (its vocabularies and "
                      f"weights, sha256 {start['weights_sha256'][:12]}...)")
     return "\n".join(lines + [""])
+
+
+def _output_rules_lines(metadata):
+    """The card's default output rules and the validation figures they were chosen on."""
+    validation = metadata["output_rules_validation"]
+    sizes = ", ".join(f"{name} {count}" for name, count in validation["sentences"].items())
+    metric = metric_of(metadata)
+    lines = [f"- output rules of every search (`translate`'s defaults): "
+             f"{metadata['output_rules'] or 'none'}, the best real-text chrF among those "
+             f"that keep the textbook {metric} of no rules (beam 5; validation sentences: "
+             f"{sizes}):", "",
+             f"  | rules | real-text chrF | textbook {metric} | stutter | repeated phrase "
+             f"| short |", "  |---|---|---|---|---|---|"]
+    for result in validation["candidates"]:
+        rules = ", ".join(f"{k}={v}" for k, v in result["rules"].items()) or "none"
+        lines.append(f"  | {rules} | {result['chrf']} | {result[metric]} | {result['stutter']}% "
+                     f"| {result['repeated_phrase']}% | {result['short']}% |")
+    return lines + [""]
 
 
 def _real_text_lines(sets):
