@@ -102,6 +102,35 @@ def test_fewer_epochs_than_asked_are_averaged_and_none_is_an_error():
                                atol=1e-6)
 
 
+def test_an_epochs_weights_are_written_once_into_the_checkpoints(tmp_path):
+    """The kept epochs travel with the checkpoints; a save inside the next epoch links
+    their files rather than writing them again."""
+    model = _counting_model()
+    model.optimizer.build(model.trainable_variables)
+    averaging = training_callbacks.AverageLastEpochs(2)
+    averaging.set_model(model)
+    averaging.on_train_begin()
+    for epoch, _ in enumerate(_epochs_of(model, 2, np.random.default_rng(2))):
+        averaging.on_epoch_end(epoch)
+    checkpoint = loop._Checkpoint(tmp_path, model, {"run": 1})
+
+    def inodes():
+        return {epoch: (tmp_path / "latest" / f"0_kept_epoch_{epoch}.weights.h5").stat().st_ino
+                for epoch in (1, 2)}
+
+    checkpoint.save(2, 0, [averaging], keras.callbacks.History())
+    written = inodes()
+    checkpoint.save(2, 5, [averaging], keras.callbacks.History())  # inside the third epoch
+    assert inodes() == written
+    restored = training_callbacks.AverageLastEpochs(2)
+    restored.set_model(model)
+    restored.on_train_begin()
+    assert checkpoint.restore([restored], keras.callbacks.History()) == (2, 5)
+    assert restored.kept_epochs == [1, 2]
+    for ours, theirs in zip(restored.average(), averaging.average(), strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+
+
 # -- what ships -----------------------------------------------------------------------------
 
 

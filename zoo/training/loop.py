@@ -19,9 +19,9 @@ take the step single-device training takes on that batch.
 Resuming: after every epoch and every ``checkpoint_every`` steps, the model's and the
 optimizer's variables (dropout seeds and the step counter included), the epoch and
 step, the history and the callbacks' state (early stopping's best weights, the epochs
-kept for checkpoint averaging) are written to ``checkpoint_dir``, atomically. Started again with the same command,
-training continues where the last checkpoint left it: an epoch's batches are a
-function of ``(seed, epoch)``, and those already taken are skipped.
+kept for checkpoint averaging) are written to ``checkpoint_dir``, atomically. Started
+again with the same command, training continues where the last checkpoint left it: an
+epoch's batches are a function of ``(seed, epoch)``, and those already taken are skipped.
 """
 
 import dataclasses
@@ -42,7 +42,7 @@ STRATEGIES = ("default", "mirrored", "multi_worker")
 STATE_FILE = "state.json"
 VARIABLES_FILE = "variables.weights.h5"
 BEST_WEIGHTS_FILE = "best.weights.h5"
-KEPT_WEIGHTS_FILE = "kept_{}.weights.h5"  # the k-th epoch kept for checkpoint averaging
+KEPT_WEIGHTS_FILE = "kept_epoch_{}.weights.h5"  # an epoch kept for checkpoint averaging
 # Callback attributes that carry state from epoch to epoch (EarlyStopping, ReduceLROnPlateau;
 # SwapEMAWeights' flag: whether the model or the optimizer holds the averaged weights;
 # AverageLastEpochs' epochs, whose weights are saved beside).
@@ -400,10 +400,12 @@ class _Checkpoint:
     """Training state in ``directory/latest``, replaced atomically on every save: the
     model's and the optimizer's variables (Keras' own ``save_weights``, which keys them
     by their place in the model and works on every backend), early stopping's best
-    weights and the epochs kept for checkpoint averaging the same way, and a JSON of the loop's own state (epoch, step, history, the
-    callbacks' counters, the weight-average swap flag, and the dropout layers' random
-    states, which ``save_weights`` leaves out, in the model's order, and on PyTorch its
-    global generator, which Keras' unseeded dropout draws from).
+    weights and the epochs kept for checkpoint averaging the same way (an epoch's file
+    is written once, then linked into the next checkpoints), and a JSON of the loop's own
+    state (epoch, step, history, the callbacks' counters, the weight-average swap flag,
+    and the dropout layers' random states, which ``save_weights`` leaves out, in the
+    model's order, and on PyTorch its global generator, which Keras' unseeded dropout
+    draws from).
 
     Every worker of a multi-worker run keeps its own (their weights are identical), so
     each can resume from its own disk: give them different folders on shared storage.
@@ -446,8 +448,10 @@ class _Checkpoint:
         for index, callback in enumerate(callbacks):
             states.append({k: _jsonable(getattr(callback, k)) for k in _CALLBACK_STATE
                            if hasattr(callback, k)})
-            for name, weights in _weight_sets(callback).items():
-                self._save_weights_as(weights, staging / f"{index}_{name}")
+            for name, weights, unchanging in _weight_sets(callback):
+                path = staging / f"{index}_{name}"
+                if not (unchanging and _linked(self.directory / "latest" / path.name, path)):
+                    self._save_weights_as(weights, path)
         state = {"run": self.run_description, "epoch": epoch, "step": step,
                  "stopped": bool(self.model.stop_training),
                  "random_states": [keras.ops.convert_to_numpy(variable).tolist()
@@ -487,8 +491,8 @@ class _Checkpoint:
                 callback.best_weights = self._weights_in(best)
             if hasattr(callback, "kept_weights"):
                 callback.kept_weights = [
-                    self._weights_in(folder / f"{index}_{KEPT_WEIGHTS_FILE.format(k)}")
-                    for k in range(len(saved.get("kept_epochs", [])))]
+                    self._weights_in(folder / f"{index}_{KEPT_WEIGHTS_FILE.format(epoch)}")
+                    for epoch in saved.get("kept_epochs", [])]
         self._load_weights(folder / VARIABLES_FILE)  # last: these are the model's now
         random_states = self._random_states()
         if len(state["random_states"]) != len(random_states):
@@ -506,14 +510,26 @@ class _Checkpoint:
 
 
 def _weight_sets(callback):
-    """The weights a callback carries from epoch to epoch (``get_weights`` lists), by the
-    name of the file each is saved as: early stopping's best weights, and the epochs
-    kept for checkpoint averaging (``callbacks.AverageLastEpochs``)."""
-    sets = {KEPT_WEIGHTS_FILE.format(k): weights
-            for k, weights in enumerate(getattr(callback, "kept_weights", ()))}
+    """The weights a callback carries from epoch to epoch (``get_weights`` lists):
+    ``(file name, weights, unchanging)`` for early stopping's best weights and each epoch
+    kept for checkpoint averaging (``callbacks.AverageLastEpochs``); ``unchanging``: a
+    file of that name always holds the same weights (an epoch's end), while the best
+    weights change."""
+    sets = [(KEPT_WEIGHTS_FILE.format(epoch), weights, True) for epoch, weights in
+            zip(getattr(callback, "kept_epochs", ()), getattr(callback, "kept_weights", ()))]
     if getattr(callback, "best_weights", None) is not None:
-        sets[BEST_WEIGHTS_FILE] = callback.best_weights
+        sets.append((BEST_WEIGHTS_FILE, callback.best_weights, False))
     return sets
+
+
+def _linked(existing, path):
+    """Whether ``existing`` (a file of the last checkpoint) is now also at ``path``: a
+    hard link, not a copy (False where it is missing or the file system has none)."""
+    try:
+        os.link(existing, path)
+    except OSError:
+        return False
+    return True
 
 
 def _torch_random_state():
