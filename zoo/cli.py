@@ -336,6 +336,11 @@ def _command_train(args):
     from zoo.training import loop
 
     recipe = training.load_recipe(args.recipe)
+    if args.average_last is not None:
+        from zoo.training import recipes
+
+        recipes.check_average_last(args.average_last, "--average-last")
+        recipe = recipe.replace(average_last=args.average_last)
     if args.retune_decoding:
         from zoo import presets
         from zoo.training import translation
@@ -529,6 +534,10 @@ def build_parser():
     train.add_argument("recipe", help="recipe name (zoo/recipes/NAME.json) or path")
     train.add_argument("--epochs", type=int, help="most epochs (early stopping may end sooner)")
     train.add_argument("--out", help="preset directory to write (default saved_models/NAME)")
+    train.add_argument("--average-last", type=int, metavar="N",
+                       help="checkpoint averaging: the mean of the last N epochs' weights ships "
+                            "if its validation loss (a classifier's: accuracy) beats the final "
+                            "weights' (the recipe's average_last; default: none)")
     train.add_argument("--data", help="other data instead of the corpus: translation: a TSV of "
                                       "pairs (English, other language); language models: plain "
                                       "text; classifiers: TSV 'label<TAB>sentence' with that "
@@ -637,6 +646,7 @@ EXAMPLES = {
     "train": [
         "zoo train gru_bahdanau_cmn_en --data pairs.tsv --out my_models/mine",
         "zoo train lstm_seq2seq_addition --epochs 3 --out my_models/addition",
+        "zoo train gru_bahdanau_en_fr --average-last 5",
     ],
     "export": [
         "zoo export gru_bahdanau_cmn_en --format saved_model --out exports",

@@ -212,7 +212,7 @@ def test_a_misspelt_recipe_key_is_a_one_line_error_before_any_data_is_read(tmp_p
                  "--data-dir", str(tmp_path / "nowhere")]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"zoo: error: {path}: unknown key 'learning_rat' for a translation "
-                           "recipe; accepted keys: batch_size, corpus, description, ")
+                           "recipe; accepted keys: average_last, batch_size, corpus, ")
     assert "learning_rate" in line and not (tmp_path / "out").exists()
 
 

@@ -3,9 +3,11 @@
 Read the splits, learn the text pipeline from the training split, then for each seed:
 seed everything, build the model in the strategy's scope, make the datasets, compile,
 and fit with ``loop.fit`` (progress lines, TensorBoard logs, early stopping with the
-best weights restored, checkpoints to resume from). The best seed on validation is
-described, shipped and scored as it ships (``shipping.ship``). What differs between
-tasks is in their ``Task`` (``translation``, ``language_model``, ``classification``).
+best weights restored, checkpoints to resume from), then, with the recipe's
+``average_last``, keep the mean of the last epochs' weights where it validates better.
+The best seed on validation is described, shipped and scored as it ships
+(``shipping.ship``). What differs between tasks is in their ``Task`` (``translation``,
+``language_model``, ``classification``).
 
 The parts: a task's datasets are ``loop.EpochData``, batches of numpy arrays that are a
 function of the epoch (``tf.data`` appears only inside ``loop.fit``, which adapts them);
@@ -77,18 +79,20 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
     preprocessor = _text_pipeline(task, splits, options)
     runs = {seed: _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first=i == 0)
             for i, seed in enumerate(task.recipe.seeds_to_train())}
-    choose = max if task.monitor.endswith("accuracy") else min
+    choose = _best_of(task.monitor)
     seed = choose(runs, key=lambda s: choose(runs[s][1][task.monitor]))
-    model, history = runs[seed]
+    model, history, averaging = runs[seed]
     best_epoch = int(np.argmax(history[task.monitor]) if choose is max
                      else np.argmin(history[task.monitor])) + 1
     record = {**shipping.training_record(task.recipe, command, started,
                                          len(history[task.monitor]), best_epoch),
               **task.training_summary(history)}
+    if averaging:
+        record["checkpoint_averaging"] = averaging
     if _seeds_apart(task):
         record["seed"] = seed
         record[f"best_{task.monitor}_by_seed"] = {
-            str(s): task.best_of_history(h) for s, (_, h) in runs.items()}
+            str(s): task.best_of_history(h) for s, (_, h, _) in runs.items()}
     metadata = task.describe(model, splits, record)
     directory = shipping.ship(model, Path(out_dir or presets.presets_root() / recipe.name),
                               metadata, lambda shipped: task.score(shipped, splits), task.card)
@@ -123,9 +127,16 @@ def _text_pipeline(task, splits, options):
     return preprocessor
 
 
+def _best_of(monitor):
+    """``max`` for a figure that grows with quality (accuracy), else ``min`` (a loss)."""
+    return max if monitor.endswith("accuracy") else min
+
+
 def _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first):
-    """One training from ``seed``: ``(model with its best weights, history)``. Seeds kept
-    apart (``_seeds_apart``) each have their own checkpoints and logs (``seed_N``)."""
+    """One training from ``seed``: ``(model with its best weights, history, checkpoint
+    averaging's record or None)``: the best weights are early stopping's, or the average
+    of the last epochs' (``_average_if_better``). Seeds kept apart (``_seeds_apart``)
+    each have their own checkpoints and logs (``seed_N``)."""
     recipe = task.recipe
     # (``epochs`` as asked, None for the recipe's: a checkpoint's run is identified so)
     description = {"recipe": recipe.written, "epochs": epochs, "data": task.data_name}
@@ -143,13 +154,45 @@ def _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first):
     with options.scope():
         trained = task.training_view(model)  # the same weights as model's
         task.compile(trained, len(train_data), epochs)
-    history = loop.fit(
-        trained, train_data, epochs, validation_data,
-        callbacks.standard_callbacks(recipe, log_dir, task.monitor, task.reduce_on_plateau()),
-        description, options, validation_metrics=task.validation_metrics)
+    fit_callbacks = callbacks.standard_callbacks(recipe, log_dir, task.monitor,
+                                                 task.reduce_on_plateau())
+    history = loop.fit(trained, train_data, epochs, validation_data, fit_callbacks,
+                       description, options, validation_metrics=task.validation_metrics)
+    averaging = next((c for c in fit_callbacks if isinstance(c, callbacks.AverageLastEpochs)),
+                     None)
     if _seeds_apart(task):
         task.printer(task.seed_line(seed, history))
-    return model, history
+    if averaging is None:
+        return model, history, None
+    return model, history, _average_if_better(task, trained, averaging, validation_data)
+
+
+def _average_if_better(task, trained, averaging, validation_data):
+    """Checkpoint averaging: the final weights (early stopping's best) and the mean of
+    the kept epochs' weights, each validated as training validates (``loop.evaluator``
+    on its validation data); the average stays in ``trained`` if it is better on the
+    task's monitor, else the final weights do. Returns the record for the metadata."""
+    final = trained.get_weights()
+    figures = {"final": _validation_figures(task, trained, validation_data)}
+    trained.set_weights(averaging.average())
+    figures["average"] = _validation_figures(task, trained, validation_data)
+    monitor = task.monitor  # (on a tie, min and max keep the first: the final weights)
+    shipped = _best_of(monitor)(figures, key=lambda which: figures[which][monitor])
+    if shipped == "final":
+        trained.set_weights(final)
+    record = {"average_last": averaging.count, "epochs_averaged": list(averaging.kept_epochs),
+              **{name: {which: round(values[name], 4) for which, values in figures.items()}
+                 for name in dict.fromkeys(("val_loss", monitor))},
+              "chosen_by": monitor, "shipped": shipped}
+    task.printer(f"checkpoint averaging: {shipping.averaging_summary(record)}")
+    return record
+
+
+def _validation_figures(task, trained, validation_data):
+    """``{"val_loss": ..., "val_NAME": ...}`` of the weights in ``trained``, as the
+    training logs them after every epoch."""
+    results = loop.evaluator(trained, task.validation_metrics or {})(validation_data)
+    return {f"val_{name}": value for name, value in results.items()}
 
 
 def _seeds_apart(task):

@@ -18,10 +18,10 @@ take the step single-device training takes on that batch.
 
 Resuming: after every epoch and every ``checkpoint_every`` steps, the model's and the
 optimizer's variables (dropout seeds and the step counter included), the epoch and
-step, the history and the callbacks' state (early stopping's best weights) are
-written to ``checkpoint_dir``, atomically. Started again with the same command,
-training continues where the last checkpoint left it: an epoch's batches are a
-function of ``(seed, epoch)``, and those already taken are skipped.
+step, the history and the callbacks' state (early stopping's best weights, the epochs
+kept for checkpoint averaging) are written to ``checkpoint_dir``, atomically. Started
+again with the same command, training continues where the last checkpoint left it: an
+epoch's batches are a function of ``(seed, epoch)``, and those already taken are skipped.
 """
 
 import dataclasses
@@ -42,10 +42,12 @@ STRATEGIES = ("default", "mirrored", "multi_worker")
 STATE_FILE = "state.json"
 VARIABLES_FILE = "variables.weights.h5"
 BEST_WEIGHTS_FILE = "best.weights.h5"
+KEPT_WEIGHTS_FILE = "kept_epoch_{}.weights.h5"  # an epoch kept for checkpoint averaging
 # Callback attributes that carry state from epoch to epoch (EarlyStopping, ReduceLROnPlateau;
-# SwapEMAWeights' flag: whether the model or the optimizer holds the averaged weights).
+# SwapEMAWeights' flag: whether the model or the optimizer holds the averaged weights;
+# AverageLastEpochs' epochs, whose weights are saved beside).
 _CALLBACK_STATE = ("wait", "best", "best_epoch", "stopped_epoch", "cooldown_counter",
-                   "_ema_weights_in_model")
+                   "_ema_weights_in_model", "kept_epochs")
 
 
 class CheckpointMismatch(ValueError):
@@ -229,7 +231,7 @@ def fit(model, train_data, epochs, validation_data=None, callbacks=(), run_descr
         [*callbacks, history], add_progbar=True, model=model, verbose=2, epochs=epochs,
         steps=len(train_data))
     train_step = _distributed_train_step(model, strategy)
-    evaluate = _evaluator(model, validation_metrics or {})
+    evaluate = evaluator(model, validation_metrics or {})
 
     model.stop_training = False
     callback_list.on_train_begin()
@@ -307,7 +309,7 @@ def _distribute(strategy, dataset):
     return strategy.distribute_datasets_from_function(dataset_fn)
 
 
-def _evaluator(model, metrics):
+def evaluator(model, metrics):
     """Loss and metrics over an ``EpochData`` (its first pass) or an iterable of
     ``(x, y)`` batches, each batch weighted by its size (as in ``fit``)."""
     def batch_results(x, y):
@@ -344,7 +346,7 @@ def _fit_with_keras(model, train_data, epochs, validation_data, callbacks, run_d
     """
     checkpoint = (_Checkpoint(Path(options.checkpoint_dir), model, run_description)
                   if options.checkpoint_dir else None)
-    evaluate = _evaluator(model, validation_metrics or {})
+    evaluate = evaluator(model, validation_metrics or {})
     restored = keras.callbacks.History()  # the epochs of the interrupted run
     model.optimizer.build(model.trainable_variables)  # so that its state can be restored
     model.stop_training = False
@@ -398,10 +400,12 @@ class _Checkpoint:
     """Training state in ``directory/latest``, replaced atomically on every save: the
     model's and the optimizer's variables (Keras' own ``save_weights``, which keys them
     by their place in the model and works on every backend), early stopping's best
-    weights the same way, and a JSON of the loop's own state (epoch, step, history, the
-    callbacks' counters, the weight-average swap flag, and the dropout layers' random
-    states, which ``save_weights`` leaves out, in the model's order, and on PyTorch its
-    global generator, which Keras' unseeded dropout draws from).
+    weights and the epochs kept for checkpoint averaging the same way (an epoch's file
+    is written once, then linked into the next checkpoints), and a JSON of the loop's own
+    state (epoch, step, history, the callbacks' counters, the weight-average swap flag,
+    and the dropout layers' random states, which ``save_weights`` leaves out, in the
+    model's order, and on PyTorch its global generator, which Keras' unseeded dropout
+    draws from).
 
     Every worker of a multi-worker run keeps its own (their weights are identical), so
     each can resume from its own disk: give them different folders on shared storage.
@@ -423,6 +427,11 @@ class _Checkpoint:
             raise CheckpointMismatch(f"{path} does not match this model's variables "
                                      f"({error}); delete it to start afresh.") from None
 
+    def _weights_in(self, path):
+        """The ``get_weights`` list saved in ``path`` (by ``_save_weights_as``)."""
+        self._load_weights(path)
+        return self.model.get_weights()
+
     def _save_weights_as(self, weights, path):
         """``weights`` (a ``get_weights`` list) written by Keras' own saving."""
         current = self.model.get_weights()
@@ -439,9 +448,10 @@ class _Checkpoint:
         for index, callback in enumerate(callbacks):
             states.append({k: _jsonable(getattr(callback, k)) for k in _CALLBACK_STATE
                            if hasattr(callback, k)})
-            if getattr(callback, "best_weights", None) is not None:
-                self._save_weights_as(callback.best_weights,
-                                      staging / f"{index}_{BEST_WEIGHTS_FILE}")
+            for name, weights, unchanging in _weight_sets(callback):
+                path = staging / f"{index}_{name}"
+                if not (unchanging and _linked(self.directory / "latest" / path.name, path)):
+                    self._save_weights_as(weights, path)
         state = {"run": self.run_description, "epoch": epoch, "step": step,
                  "stopped": bool(self.model.stop_training),
                  "random_states": [keras.ops.convert_to_numpy(variable).tolist()
@@ -478,8 +488,11 @@ class _Checkpoint:
                 setattr(callback, name, value)
             best = folder / f"{index}_{BEST_WEIGHTS_FILE}"
             if best.is_file():
-                self._load_weights(best)
-                callback.best_weights = self.model.get_weights()
+                callback.best_weights = self._weights_in(best)
+            if hasattr(callback, "kept_weights"):
+                callback.kept_weights = [
+                    self._weights_in(folder / f"{index}_{KEPT_WEIGHTS_FILE.format(epoch)}")
+                    for epoch in saved.get("kept_epochs", [])]
         self._load_weights(folder / VARIABLES_FILE)  # last: these are the model's now
         random_states = self._random_states()
         if len(state["random_states"]) != len(random_states):
@@ -494,6 +507,29 @@ class _Checkpoint:
         if not quiet:
             print(f"Resuming from {folder}: epoch {state['epoch'] + 1}, step {state['step']}.")
         return state["epoch"], state["step"]
+
+
+def _weight_sets(callback):
+    """The weights a callback carries from epoch to epoch (``get_weights`` lists):
+    ``(file name, weights, unchanging)`` for early stopping's best weights and each epoch
+    kept for checkpoint averaging (``callbacks.AverageLastEpochs``); ``unchanging``: a
+    file of that name always holds the same weights (an epoch's end), while the best
+    weights change."""
+    sets = [(KEPT_WEIGHTS_FILE.format(epoch), weights, True) for epoch, weights in
+            zip(getattr(callback, "kept_epochs", ()), getattr(callback, "kept_weights", ()))]
+    if getattr(callback, "best_weights", None) is not None:
+        sets.append((BEST_WEIGHTS_FILE, callback.best_weights, False))
+    return sets
+
+
+def _linked(existing, path):
+    """Whether ``existing`` (a file of the last checkpoint) is now also at ``path``: a
+    hard link, not a copy (False where it is missing or the file system has none)."""
+    try:
+        os.link(existing, path)
+    except OSError:
+        return False
+    return True
 
 
 def _torch_random_state():

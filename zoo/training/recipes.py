@@ -35,6 +35,9 @@ class Recipe:
     batch_size: int = 64
     learning_rate: float = 1e-3
     ema_momentum: float | None = None  # Polyak averaging of the weights (``optimizer.adam``)
+    # Checkpoint averaging: the mean of the last N epochs' weights ships if it validates
+    # better than the final weights (``callbacks.AverageLastEpochs``).
+    average_last: int | None = None
     epochs: int = 30
     patience: int = 3  # epochs without progress before early stopping
     seed: int = 0
@@ -208,8 +211,16 @@ def _check_mix(value, where):
                               f"received {json.dumps(weight)}.")
 
 
+def check_average_last(value, where):
+    """A positive number of epochs (``zoo train --average-last`` is checked by it too)."""
+    if value < 1:
+        raise RecipeError(f"{where} must be a positive integer (how many of the last epochs' "
+                          f"weights are averaged); received {json.dumps(value)}.")
+
+
 # Checks of values that a type and a list of accepted values cannot say.
-VALUE_CHECKS = {"guided_alignment": _check_guided_alignment, "mix": _check_mix}
+VALUE_CHECKS = {"guided_alignment": _check_guided_alignment, "mix": _check_mix,
+                "average_last": check_average_last}
 
 
 def _is_of(value, expected):

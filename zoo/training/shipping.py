@@ -55,7 +55,22 @@ def card_training_lines(metadata, sizes_key):
         f"{training['wall_time_seconds'] / 60:.0f} min on {training['machine']}",
         f"- weights stored as {metadata['weights_dtype']}; file size "
         f"{metadata.get('size_bytes', 0) / 1e6:.1f} MB",
-    ] + ([f"- note: {training['note']}"] if "note" in training else [])
+    ] + ([f"- checkpoint averaging: {averaging_summary(training['checkpoint_averaging'])}"]
+         if "checkpoint_averaging" in training else []) + (
+        [f"- note: {training['note']}"] if "note" in training else [])
+
+
+def averaging_summary(averaging):
+    """Checkpoint averaging's choice in one line (``driver._average_if_better``'s record)."""
+    epochs, count = averaging["epochs_averaged"], averaging["average_last"]
+    ran = f"; only {len(epochs)} epochs ran" if len(epochs) < count else ""
+    figures = ", ".join(f"{name} {values['average']} averaged, {values['final']} final"
+                        for name, values in averaging.items() if name.startswith("val_"))
+    ships = {"average": "the average ships", "final": "the final weights ship"}[
+        averaging["shipped"]]
+    return (f"the mean of the weights of epochs {', '.join(map(str, epochs))} (average_last "
+            f"{count}{ran}) against the final weights: {figures}; {ships} (chosen on "
+            f"{averaging['chosen_by']})")
 
 
 def ship(model, out_dir, metadata, score, card):
