@@ -556,8 +556,9 @@ def build_parser():
                        help="also checkpoint every STEPS steps inside an epoch (default 200; "
                             "TensorFlow only: JAX and PyTorch checkpoint after every epoch)")
     train.add_argument("--retune-decoding", action="store_true",
-                       help="do not train: re-choose the beam length penalty of the trained "
-                            "preset on validation and re-score its test split")
+                       help="do not train: re-choose the beam length penalty and the search "
+                            "defaults (output rules, coverage penalty) of the trained preset on "
+                            "validation and re-score its test split")
     train.set_defaults(run=_command_train)
 
     exporting = commands.add_parser("export", help="export a preset for TF Serving or TFLite")

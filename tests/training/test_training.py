@@ -118,24 +118,27 @@ def test_retune_decoding_rescores_without_touching_the_weights(recipe_file, pair
     assert metadata["training"]["epochs_run"] == 1  # the training record is kept
     assert (out / "model.weights.h5").read_bytes() == weights_bytes  # not even re-saved
     assert "re-chosen on validation" in (out / "README.md").read_text()
-    # No real-text validation set in this data folder: no output rules are chosen.
+    # No real-text validation set in this data folder: no search default is chosen.
     assert "output_rules" not in metadata and zoo.load(out).output_rules == {}
 
 
-class RulesFollowingTranslator:
-    """Answers each output-rules candidate with outputs given in advance."""
+class OptionsFollowingTranslator:
+    """Answers each search-defaults candidate with outputs given in advance."""
 
     target_language = "en"
+    has_attention = True
 
     def __init__(self, outputs):
-        self.outputs, self.output_rules, self.calls = outputs, {}, []
+        self.outputs, self.output_rules, self.coverage_penalty, self.calls = outputs, {}, 0.0, []
 
-    def translate(self, sources, beam_size, check_outputs, **rules):
-        self.calls.append((len(sources), beam_size, rules))
-        return self.outputs[tuple(sorted(rules.items()))][len(sources) > 2]
+    def translate(self, sources, beam_size, check_outputs):
+        self.calls.append((len(sources), beam_size))
+        options = {**self.output_rules, "coverage_penalty": self.coverage_penalty}
+        options = tuple(sorted((k, v) for k, v in options.items() if v))
+        return self.outputs[options][len(sources) > 2]
 
 
-def test_output_rules_are_the_best_real_text_chrf_that_keeps_the_textbook_score():
+def test_search_defaults_are_the_best_real_text_chrf_that_keeps_the_textbook_score():
     textbook = (["a", "b"], ["the cat sat.", "a dog ran."])
     real_text = {"news": (["x", "y", "z"], ["it was a long day at work.", "we left early.",
                                             "rain fell all night."])}
@@ -146,18 +149,26 @@ def test_output_rules_are_the_best_real_text_chrf_that_keeps_the_textbook_score(
         (("no_repeat_ngram_size", 3),): (textbook[1], fixed),
         # The best chrF of all, but it costs the textbook BLEU: not chosen.
         (("min_length_ratio", 0.5),): (["the cat.", "a dog."], real_text["news"][1]),
+        (("coverage_penalty", 0.2),): (textbook[1], stuttering),
     }
-    model = RulesFollowingTranslator(outputs)
-    candidates = [dict(rules) for rules in outputs]
+    model = OptionsFollowingTranslator(outputs)
+    # A previous choice: every candidate is tried alone all the same.
+    model.output_rules, model.coverage_penalty = {"min_length_ratio": 0.5}, 0.2
+    candidates = [dict(options) for options in outputs]
     lines = []
-    results = translation.choose_output_rules(model, textbook, real_text, "bleu",
-                                              candidates=candidates, printer=lines.append)
-    assert model.output_rules == {"no_repeat_ngram_size": 3}
-    assert [r["rules"] for r in results] == candidates
+    results = translation.choose_search_defaults(model, textbook, real_text, "bleu",
+                                                 candidates=candidates, printer=lines.append)
+    assert (model.output_rules, model.coverage_penalty) == ({"no_repeat_ngram_size": 3}, 0.0)
+    assert [r["options"] for r in results] == candidates
     assert results[2]["chrf"] == 100.0 and results[2]["bleu"] < results[0]["bleu"] == 100.0
     assert results[0]["stutter"] == 66.67 and results[1]["stutter"] == 0.0
-    assert {beam for _, beam, _ in model.calls} == {5}
-    assert lines[-1] == "output rules chosen: {'no_repeat_ngram_size': 3}"
+    assert {beam for _, beam in model.calls} == {5}
+    assert lines[-1] == "search defaults chosen: {'no_repeat_ngram_size': 3}"
+    # A model without attention is not tried with a coverage penalty.
+    model.has_attention = False
+    results = translation.choose_search_defaults(model, textbook, real_text, "bleu",
+                                                 candidates=candidates, printer=lines.append)
+    assert [r["options"] for r in results] == candidates[:3]
 
 
 def test_spread_sample_keeps_both_ends_of_a_set_sorted_by_length():

@@ -167,13 +167,18 @@ def choose_length_penalty(model, sources, references, candidates=LENGTH_PENALTIE
     return results
 
 
-# Output rules tried as a preset's defaults (issue 41): none, no repeated 3-gram of pieces,
-# a floor on the length (a share of the source's pieces), and both.
-OUTPUT_RULE_CANDIDATES = ({}, {"no_repeat_ngram_size": 3}, {"min_length_ratio": 0.5},
-                          {"no_repeat_ngram_size": 3, "min_length_ratio": 0.5},
-                          {"no_repeat_ngram_size": 3, "min_length_ratio": 0.8})
-# Sentences of each real-text validation set the rules are tried on (``spread_sample``).
+# The search defaults a preset may ship with (issue 41), tried on validation: output
+# rules (no repeated 3-gram of pieces; a floor on the length, a share of the source's
+# pieces) and GNMT's coverage penalty (beam search, attention models), alone and together.
+SEARCH_DEFAULT_CANDIDATES = (
+    {}, {"no_repeat_ngram_size": 3}, {"min_length_ratio": 0.5},
+    {"no_repeat_ngram_size": 3, "min_length_ratio": 0.5},
+    {"no_repeat_ngram_size": 3, "min_length_ratio": 0.8},
+    {"coverage_penalty": 0.2},
+    {"no_repeat_ngram_size": 3, "min_length_ratio": 0.5, "coverage_penalty": 0.2})
+# Sentences of each real-text validation set the defaults are tried on (``spread_sample``).
 RULES_SAMPLE = 300
+_RULES_OFF = {"no_repeat_ngram_size": 0, "min_length_ratio": 0, "max_length_ratio": 0}
 
 
 def spread_sample(sources, references, count):
@@ -185,33 +190,47 @@ def spread_sample(sources, references, count):
     return [sources[i] for i in positions], [references[i] for i in positions]
 
 
-def choose_output_rules(model, textbook, real_text, metric="bleu", beam_size=5,
-                        candidates=OUTPUT_RULE_CANDIDATES, printer=print):
-    """Set ``model.output_rules`` to the candidate with the best chrF on the real-text
-    validation sets (``real_text``: ``{name: (sources, references)}``, long sentences
-    among them) whose beam-5 ``metric`` on the textbook validation pairs
-    (``textbook``: ``(sources, references)``) is not below that of no rules; returns each
-    candidate's figures (chrF, the metric, ``evaluation.decoding_failures``)."""
+def _set_search_defaults(model, candidate):
+    model.output_rules = {k: v for k, v in candidate.items() if k != "coverage_penalty"}
+    model.coverage_penalty = candidate.get("coverage_penalty", 0.0)
+
+
+def choose_search_defaults(model, textbook, real_text, metric="bleu", beam_size=5,
+                           candidates=SEARCH_DEFAULT_CANDIDATES, printer=print):
+    """Set the model's ``output_rules`` and ``coverage_penalty`` to the candidate with the
+    best chrF on the real-text validation sets (``real_text``: ``{name: (sources,
+    references)}``, long sentences among them) whose beam-5 ``metric`` on the textbook
+    validation pairs (``textbook``: ``(sources, references)``) is not below that of no
+    option; returns each candidate's figures (chrF, the metric,
+    ``evaluation.decoding_failures``). A coverage penalty is tried on attention models
+    only."""
     language = model.target_language
     sources = [s for pairs in real_text.values() for s in pairs[0]]
     references = [r for pairs in real_text.values() for r in pairs[1]]
     results = []
-    for rules in candidates:
-        hypotheses = model.translate(sources, beam_size=beam_size, check_outputs=False, **rules)
-        textbook_hypotheses = model.translate(textbook[0], beam_size=beam_size,
-                                              check_outputs=False, **rules)
-        result = {"rules": rules, "chrf": evaluation.chrf(hypotheses, references)["score"],
-                  metric: evaluation.sequence_score(metric, textbook_hypotheses, textbook[1],
-                                                    language),
+    for candidate in candidates:
+        if candidate.get("coverage_penalty") and not model.has_attention:
+            continue
+        _set_search_defaults(model, candidate)  # the candidate alone, whatever was set before
+
+        def translated(texts):
+            return model.translate(texts, beam_size=beam_size, check_outputs=False)
+
+        hypotheses = translated(sources)
+        result = {"options": candidate,
+                  "chrf": evaluation.chrf(hypotheses, references)["score"],
+                  metric: evaluation.sequence_score(metric, translated(textbook[0]),
+                                                    textbook[1], language),
                   **evaluation.decoding_failures(hypotheses, references, language)}
-        printer(f"output rules {rules or 'none'}: real-text chrF {result['chrf']}, textbook "
-                f"{metric} {result[metric]}, stutter {result['stutter']}%, repeated phrase "
-                f"{result['repeated_phrase']}%, short {result['short']}%")
+        printer(f"search options {candidate or 'none'}: real-text chrF {result['chrf']}, "
+                f"textbook {metric} {result[metric]}, stutter {result['stutter']}%, repeated "
+                f"phrase {result['repeated_phrase']}%, short {result['short']}%")
         results.append(result)
-    floor = results[0][metric]  # no rules: the textbook score the defaults may not lower
+    floor = results[0][metric]  # no option: the textbook score the defaults may not lower
     allowed = [r for r in results if r[metric] >= floor]
-    model.output_rules = max(allowed, key=lambda r: r["chrf"])["rules"]  # the first on ties
-    printer(f"output rules chosen: {model.output_rules or 'none'}")
+    chosen = max(allowed, key=lambda r: r["chrf"])["options"]  # the first on ties
+    _set_search_defaults(model, chosen)
+    printer(f"search defaults chosen: {chosen or 'none'}")
     return results
 
 
@@ -415,23 +434,26 @@ class TranslationTask(Task):
     def choose_decoding(self, model, splits, metric):
         """The decoding settings a preset ships with, chosen on validation: the length
         penalty, then (where the language has real-text validation sets) the default
-        output rules; the metadata entries that record them."""
+        output rules and coverage penalty (``choose_search_defaults``); the metadata entries
+        that record them. A preset re-tuned starts from none, so that its choice does not
+        depend on the previous one."""
+        _set_search_defaults(model, {})
         choices = {f"validation_{metric}": tune_decoding(model, *splits["validation"], metric,
                                                          self.printer),
                    "length_penalty": model.length_penalty}
-        rules_validation = self.output_rules_validation()
-        if rules_validation:
-            choices["output_rules_validation"] = {
-                "sentences": {"textbook": len(rules_validation[0][0]),
-                              **{name: len(pairs[0])
-                                 for name, pairs in rules_validation[1].items()}},
-                "candidates": choose_output_rules(model, *rules_validation, metric,
-                                                  printer=self.printer)}
+        validation = self.search_defaults_validation()
+        if validation:
+            choices["search_defaults_validation"] = {
+                "sentences": {"tatoeba_validation": len(validation[0][0]),
+                              **{name: len(pairs[0]) for name, pairs in validation[1].items()}},
+                "candidates": choose_search_defaults(model, *validation, metric,
+                                                     printer=self.printer)}
             choices["output_rules"] = model.output_rules
+            choices["coverage_penalty"] = model.coverage_penalty
         return choices
 
-    def output_rules_validation(self):
-        """What the default output rules are chosen on: about 1,000 of Tatoeba's validation
+    def search_defaults_validation(self):
+        """What the search defaults are chosen on: about 1,000 of Tatoeba's validation
         pairs and ``RULES_SAMPLE`` of each real-text validation set of the language (long
         sentences among them); None for a language with no such sets, or where they are
         not in the data folder (a mix needs them; a Tatoeba preset then keeps no rules)."""
@@ -440,8 +462,8 @@ class TranslationTask(Task):
         try:
             real_text = self._real_text_sets("validation")
         except FileNotFoundError as missing:
-            self.printer(f"output rules left off: no real-text validation set to choose them "
-                         f"on ({missing})")
+            self.printer(f"search options left off: no real-text validation set to choose "
+                         f"them on ({missing})")
             return None
         if not real_text:
             return None
@@ -697,7 +719,8 @@ def retune_decoding(directory, data_dir=None, printer=print):
     }
     metadata.update(task.score(model, splits))
     presets.rewrite_description(directory, metadata, task.card(metadata), config_changes={
-        "length_penalty": model.length_penalty, "output_rules": model.output_rules})
+        "length_penalty": model.length_penalty, "output_rules": model.output_rules,
+        "coverage_penalty": model.coverage_penalty})
     return Path(directory)
 
 
@@ -774,8 +797,8 @@ def model_card(metadata):
                      f"{retuned['length_penalties']} after training: `{retuned['command']}`")
     if "length_penalty" in metadata:
         lines.append(f"- beam length penalty: {metadata['length_penalty']}")
-    if "output_rules" in metadata:
-        lines += _output_rules_lines(metadata)
+    if "search_defaults_validation" in metadata:
+        lines += _search_defaults_lines(metadata)
     if "initial_preset" in training:
         start = training["initial_preset"]
         lines.append(f"- started from the preset `{start['name']}` (its vocabularies and "
@@ -783,21 +806,29 @@ def model_card(metadata):
     return "\n".join(lines + [""])
 
 
-def _output_rules_lines(metadata):
-    """The card's default output rules and the validation figures they were chosen on."""
-    validation = metadata["output_rules_validation"]
+def _search_defaults_lines(metadata):
+    """The card's search defaults and the validation figures they were chosen on."""
+    validation = metadata["search_defaults_validation"]
     sizes = ", ".join(f"{name} {count}" for name, count in validation["sentences"].items())
     metric = metric_of(metadata)
-    lines = [f"- output rules of every search (`translate`'s defaults): "
-             f"{metadata['output_rules'] or 'none'}, the best real-text chrF among those "
-             f"that keep the textbook {metric} of no rules (beam 5; validation sentences: "
-             f"{sizes}):", "",
-             f"  | rules | real-text chrF | textbook {metric} | stutter | repeated phrase "
+    label = "BLEU" if metric == "bleu" else metric
+
+    def named(options):
+        return ", ".join(f"{k}={v}" for k, v in options.items()) or "none"
+
+    chosen = {**metadata["output_rules"], **({"coverage_penalty": metadata["coverage_penalty"]}
+                                             if metadata["coverage_penalty"] else {})}
+    lines = [f"- search defaults (`translate`'s output rules and coverage penalty, issue 41): "
+             f"{named(chosen)}; of the options below, the best chrF on real text among those "
+             f"that keep the Tatoeba validation {label} of none (beam 5; validation sentences: "
+             f"{sizes}; stutter: a word or phrase three times in a row; repeated phrase: "
+             f"three words said twice where the reference does not; short: under half the "
+             f"reference's words):", "",
+             f"  | options | real-text chrF | Tatoeba {label} | stutter | repeated phrase "
              f"| short |", "  |---|---|---|---|---|---|"]
     for result in validation["candidates"]:
-        rules = ", ".join(f"{k}={v}" for k, v in result["rules"].items()) or "none"
-        lines.append(f"  | {rules} | {result['chrf']} | {result[metric]} | {result['stutter']}% "
-                     f"| {result['repeated_phrase']}% | {result['short']}% |")
+        lines.append(f"  | {named(result['options'])} | {result['chrf']} | {result[metric]} | "
+                     f"{result['stutter']}% | {result['repeated_phrase']}% | {result['short']}% |")
     return lines + [""]
 
 
