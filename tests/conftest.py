@@ -1,12 +1,21 @@
 """Shared test helpers."""
 
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 # The recurrent layers' inference loop in one layout on every machine, instead of the one
 # measured faster here (zoo.layers.kernel_choice, tested on its own): the same numbers in
 # every run, and no measuring in every test process.
 os.environ.setdefault("ZOO_RNN_LAYOUT", "feature_major")
+# A test that measures the layouts keeps them in a file of this run's, never in the user's
+# cache (a measurement taken while the suite loads the machine is not one to keep), and
+# subprocesses inherit it. Set whatever the environment says, removed at the end.
+_LAYOUT_CACHE_FOLDER = tempfile.mkdtemp(prefix="zoo-tests-")
+atexit.register(shutil.rmtree, _LAYOUT_CACHE_FOLDER, ignore_errors=True)
+os.environ["ZOO_RNN_LAYOUT_CACHE"] = os.path.join(_LAYOUT_CACHE_FOLDER, "rnn_layouts.json")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

@@ -1,8 +1,12 @@
+import json
+from unittest import mock
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import zoo.layers
 from zoo import benchmark
 from zoo.text.vocabulary import PAD_ID
 
@@ -108,6 +112,57 @@ def test_rounds_alternate_their_order():
         {name: (lambda name=name: calls.append(name)) for name in "abc"}, 3, 1)
     assert calls[6:] == list("abc") + list("cba") + list("abc")
     assert {name: len(seconds) for name, seconds in samples.items()} == {"a": 3, "b": 3, "c": 3}
+
+
+def _layout_samples(*ratios):
+    """Five rounds at each batch (1, 4, ...), batch-major's times ``ratios`` times
+    feature-major's."""
+    return {batch: {"feature_major": [1.0] * 5, "batch_major": list(r)}
+            for batch, r in zip((1, 4), ratios)}
+
+
+def test_remeasuring_prints_each_batchs_ratio_and_replaces_the_kept_choice(monkeypatch,
+                                                                            tmp_path):
+    from zoo.layers import kernel_choice
+
+    path = tmp_path / "rnn_layouts.json"
+    monkeypatch.setenv("ZOO_RNN_LAYOUT_CACHE", str(path))
+    monkeypatch.setenv("ZOO_RNN_LAYOUT", "measure")
+    monkeypatch.setattr(kernel_choice, "_CHOSEN", {})
+    key = kernel_choice.machine_key()
+    path.write_text(json.dumps({key: {"lstm/5x6/float32": {"feature_major_from": None}}}))
+
+    def layout_line(samples):
+        lines = []
+        with mock.patch.object(kernel_choice, "measure", return_value=samples):
+            lines.append(benchmark._inference_layout_line(
+                zoo.layers.LSTM(6), 5, 6, remeasure=True, printer=lines.append))
+        return lines
+
+    assert layout_line(_layout_samples([0.5] * 5, [2.0] * 5)) == [
+        "lstm: batch   1: feature-major speed-up 0.50 (0.50-0.50): batch_major",
+        "lstm: batch   4: feature-major speed-up 2.00 (2.00-2.00): feature_major",
+        f"lstm: decided at every batch: kept in {path}",
+        f"lstm: inference loop feature-major from batch 4, batch-major below (measured on "
+        f"this machine, {path})"]
+    assert json.loads(path.read_text())[key]["lstm/5x6/float32"]["feature_major_from"] == 4
+
+    noisy = layout_line(_layout_samples([0.5] * 5, [0.5, 2.0, 0.6, 1.8, 0.9]))
+    assert noisy[1] == "lstm: batch   4: feature-major speed-up 0.90 (0.50-2.00): undecided"
+    assert noisy[2] == ("lstm: undecided (an interval across 1 and wider than 1.05x): used by "
+                        "this run only, measured again by the next one")
+    assert "at no batch size" in noisy[3]
+    assert json.loads(path.read_text()) == {key: {}}
+
+
+def test_the_remeasure_flag_reaches_the_layers_benchmark():
+    from zoo import cli
+
+    with mock.patch.object(benchmark, "benchmark_layers", return_value=[]) as layers:
+        assert cli.main(["benchmark", "layers", "--remeasure", "--batch", "2"]) == 0
+        assert cli.main(["benchmark", "layers"]) == 0
+    assert layers.call_args_list == [mock.call(batch=2, remeasure=True),
+                                     mock.call(remeasure=False)]
 
 
 def test_decoding_benchmark_needs_a_checkout_to_compare_with(tmp_path):

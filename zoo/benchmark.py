@@ -17,52 +17,14 @@ import numpy as np
 
 import zoo.layers
 from zoo import backend
+from zoo.layers.timing import alternate_rounds, paired_speed_ratio
 from zoo.text.vocabulary import END_ID, PAD_ID, START_ID
-
-
-def _median_seconds(function, repeats):
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
-def alternate_rounds(functions, rounds, repeats_per_round):
-    """Seconds per call of each function in each round, measured round-robin: a round
-    times every function once, one right after the other, every other round in the
-    reverse order. A call timed right after another one is slowed by it (its process's
-    threads still hold the cores a moment, its data pushed the other's out of the
-    caches): in the same order every round, one side of a pair always ran second.
-    Measured with this checkout against a copy of itself (``zoo benchmark decoding``,
-    30 rounds, greedy over a batch of 64): 0.97 (0.92-1.03) in a fixed order."""
-    for function in functions.values():  # trace and warm up
-        function()
-        function()
-    samples = {name: [] for name in functions}
-    order = list(functions.items())
-    for round_index in range(rounds):
-        for name, function in (order if round_index % 2 == 0 else order[::-1]):
-            samples[name].append(_median_seconds(function, repeats_per_round))
-    return samples
 
 
 def alternate(functions, rounds, repeats_per_round):
     """Median seconds per call of each function, measured round-robin."""
     samples = alternate_rounds(functions, rounds, repeats_per_round)
     return {name: statistics.median(values) for name, values in samples.items()}
-
-
-def paired_speed_ratio(seconds, baseline_seconds, resamples=1000, seed=0):
-    """How many times as fast as a baseline, from rounds timed side by side: the median
-    over rounds of the baseline's time over this one's in the same round (a slow spell
-    of a shared machine then slows both sides of a ratio, not one side of a median),
-    with a 95% bootstrap interval of that median (``resamples`` draws of the rounds)."""
-    ratios = np.asarray(baseline_seconds, float) / np.asarray(seconds, float)
-    draws = np.random.default_rng(seed).integers(0, len(ratios), (resamples, len(ratios)))
-    low, high = np.percentile(np.median(ratios[draws], axis=1), [2.5, 97.5])
-    return {"ratio": float(np.median(ratios)), "interval_95": [float(low), float(high)]}
 
 
 def matmul_gflops(size=2048, repeats=10):
@@ -139,9 +101,12 @@ def _threads():
 
 
 def benchmark_layers(batch=64, steps=50, input_dim=256, units=256, rounds=7, repeats=5,
-                     cells=("LSTM", "GRU"), printer=print):
+                     cells=("LSTM", "GRU"), remeasure=False, printer=print):
     """Zoo layers against the Keras built-ins, on this Keras backend: training and
-    inference throughput."""
+    inference throughput. ``remeasure``: the inference layouts of these shapes are
+    measured again first (``kernel_choice.choose``), their figures printed."""
+    if remeasure:
+        backend.require_tensorflow("zoo benchmark layers --remeasure (the inference layouts)")
     inputs = np.random.default_rng(0).standard_normal((batch, steps, input_dim), np.float32)
     peak = matmul_gflops()
     printer(
@@ -157,13 +122,14 @@ def benchmark_layers(batch=64, steps=50, input_dim=256, units=256, rounds=7, rep
         keras.utils.set_random_seed(0)
         zoo_layer = getattr(zoo.layers, cell)(units)
         keras_layer = getattr(keras.layers, cell)(units)
+        if backend.is_tensorflow():  # before the layer's first call traces it
+            zoo_layer.build(inputs.shape)
+            printer(_inference_layout_line(zoo_layer, input_dim, units, remeasure, printer))
         zoo_infer, zoo_train = _layer_functions(zoo_layer, inputs)
         keras_infer, keras_train = _layer_functions(keras_layer, inputs)
         keras_layer.set_weights(zoo_layer.get_weights())
         np.testing.assert_allclose(zoo_infer(), keras_infer(), atol=1e-4)
         forward_flops = recurrent_layer_flops(cell, batch, steps, input_dim, units)
-        if backend.is_tensorflow():
-            printer(_inference_layout_line(zoo_layer, input_dim, units))
         for mode, zoo_fn, keras_fn, flops in (
             ("inference", zoo_infer, keras_infer, forward_flops),
             # backward: gradients for the inputs, W and U -- twice the forward work
@@ -184,17 +150,39 @@ def benchmark_layers(batch=64, steps=50, input_dim=256, units=256, rounds=7, rep
     return results
 
 
-def _inference_layout_line(layer, input_dim, units):
-    from zoo.layers import kernel_choice
+def _inference_layout_line(layer, input_dim, units, remeasure=False, printer=print):
+    from zoo.layers import kernel_choice, sequence_kernels
 
     kind, _ = layer.cell.fused_recurrence()
+    if remeasure:
+        decision = kernel_choice.choose(kind, input_dim, units, "float32",
+                                        sequence_kernels.layout_calls)
+        _print_layout_decision(kind, decision, printer)
     forced = kernel_choice.forced_layout()
     if forced:
         return f"{kind}: inference loop {forced} ({kernel_choice.LAYOUT_VARIABLE})"
-    threshold = kernel_choice.feature_major_from(kind, input_dim, units, "float32")
+    threshold = kernel_choice.feature_major_from(kind, input_dim, units, "float32",
+                                                 sequence_kernels.layout_calls)
     where = "at no batch size" if threshold is None else f"from batch {threshold}"
     return (f"{kind}: inference loop feature-major {where}, batch-major below "
             f"(measured on this machine, {kernel_choice.cache_path()})")
+
+
+def _print_layout_decision(kind, decision, printer):
+    """Each measured batch's feature-major speed-up (batch-major's time over
+    feature-major's) with its 95% interval and what it decides, then whether it is kept."""
+    from zoo.layers import kernel_choice
+
+    for batch, speedup in decision["batches"].items():
+        low, high = speedup["interval_95"]
+        printer(f"{kind}: batch {batch:>3}: feature-major speed-up {speedup['ratio']:.2f} "
+                f"({low:.2f}-{high:.2f}): {speedup['verdict'] or 'undecided'}")
+    if decision["kept"]:
+        printer(f"{kind}: decided at every batch: kept in {kernel_choice.cache_path()}")
+    else:
+        printer(f"{kind}: undecided (an interval across 1 and wider than "
+                f"{kernel_choice.EQUIVALENT_WITHIN}x): used by this run only, measured "
+                "again by the next one")
 
 
 # -- translation runtimes ------------------------------------------------------------------

@@ -46,7 +46,7 @@ def _command_benchmark(args):
         if args.batch is not None and args.batch < 1:
             raise UsageError(f"--batch must be a positive number of sequences; got {args.batch}.")
         batch = {"batch": args.batch} if args.batch else {}
-        results = benchmark.benchmark_layers(**rounds, **batch)
+        results = benchmark.benchmark_layers(**rounds, **batch, remeasure=args.remeasure)
     elif not args.name:
         raise UsageError(f"zoo benchmark {args.what} needs a preset name.")
     elif args.what == "serve":
@@ -596,6 +596,9 @@ def build_parser():
     bench.add_argument("--rounds", type=int,
                        help="alternating rounds (default 7 for layers, 9 otherwise)")
     bench.add_argument("--batch", type=int, help="layers: sequences per call (default 64)")
+    bench.add_argument("--remeasure", action="store_true",
+                       help="layers: measure which inference layout is faster here again, "
+                            "print each batch's ratio, replace the kept choice")
     bench.add_argument("--baseline",
                        help="decoding: another checkout of the zoo to compare with (without "
                             "it: each decoding option's cost)")
@@ -657,6 +660,7 @@ EXAMPLES = {
     "demo": ["zoo demo", "zoo demo --port 8080"],
     "benchmark": [
         "zoo benchmark layers",
+        "zoo benchmark layers --remeasure",
         "zoo benchmark translate gru_bahdanau_cmn_en --rounds 3 --json",
         "zoo benchmark decoding gru_bahdanau_cmn_en",
         "zoo benchmark decoding gru_bahdanau_cmn_en --baseline ../other-checkout",

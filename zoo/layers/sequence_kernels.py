@@ -19,6 +19,9 @@ the others), the same equations as ``call``, with ``tf.tanh``/``tf.sigmoid`` and
 layout's axis; only the backward steps are written here.
 """
 
+import functools
+
+import numpy as np
 import tensorflow as tf
 
 from zoo.layers import cells, kernel_choice
@@ -383,7 +386,8 @@ def run_inference(kind, sequences, input_kernel, input_bias, recurrent_kernel,
     if forced:
         return run(forced)
     threshold = kernel_choice.feature_major_from(
-        kind, input_kernel.shape[0], recurrent_kernel.shape[0], sequences.dtype.name)
+        kind, input_kernel.shape[0], recurrent_kernel.shape[0], sequences.dtype.name,
+        layout_calls)
     batch = sequences.shape[1]
     if batch is not None or threshold in (kernel_choice.NEVER, 1):
         return run(kernel_choice.layout_for_batch(threshold, batch or 1))
@@ -396,6 +400,26 @@ def run_inference(kind, sequences, input_kernel, input_bias, recurrent_kernel,
         tf.shape(sequences)[1] >= threshold,
         lambda: without_none("feature_major"), lambda: without_none("batch_major"))
     return (None if isinstance(outputs, tuple) else outputs), last_output, list(states)
+
+
+def layout_calls(kind, features, units, dtype, batch, steps):
+    """``inference_in_layout`` in each layout (``{layout name: call}``), compiled, on
+    random inputs and weights of these shapes: what ``kernel_choice.measure`` times."""
+    cell = KERNELS[kind]
+    rng = np.random.default_rng(0)
+
+    def weights(*shape):
+        return tf.constant(rng.normal(scale=0.05, size=shape).astype(dtype))
+
+    input_kernel = weights(features, cell.gates * units)
+    recurrent_kernel = weights(units, cell.gates * units)
+    recurrent_bias = weights(cell.gates * units) if kind == "gru_reset_after" else None
+    sequences = weights(steps, batch, features)
+    states = [tf.zeros([batch, units], dtype)] * cell.states
+    return {name: tf.function(functools.partial(
+                inference_in_layout, LAYOUT_CLASSES[name], kind, sequences, input_kernel, None,
+                recurrent_kernel, recurrent_bias, states))
+            for name in kernel_choice.LAYOUTS}
 
 
 def inference_in_layout(layout, kind, sequences, input_kernel, input_bias, recurrent_kernel,
