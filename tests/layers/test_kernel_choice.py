@@ -1,5 +1,6 @@
 """zoo.layers.kernel_choice: the inference loop's layout, chosen by measuring."""
 
+import functools
 import json
 import os
 from unittest import mock
@@ -163,6 +164,14 @@ def test_the_two_layouts_measured_compute_the_same_numbers():
     assert feature_major[0].shape == (5, 4, 3)
 
 
+def _measuring_briefly(monkeypatch):
+    """kernel_choice.measure at two batches and two rounds (timed for real, in less time);
+    returns it."""
+    briefly = functools.partial(kernel_choice.measure, batches=(1, 4), rounds=2)
+    monkeypatch.setattr(kernel_choice, "measure", briefly)
+    return briefly
+
+
 def _user_cache_state():
     """The user's cache file, as cache_path() names it without the tests' variable."""
     with mock.patch.dict(os.environ):
@@ -177,6 +186,7 @@ def test_the_test_suite_never_writes_the_users_cache(monkeypatch):
     monkeypatch.setenv("ZOO_RNN_LAYOUT", "measure")
     monkeypatch.setattr(kernel_choice, "EQUIVALENT_WITHIN", float("inf"))  # always kept
     monkeypatch.setattr(kernel_choice, "_CHOSEN", {})
+    _measuring_briefly(monkeypatch)
     user_path, before = _user_cache_state()
     ours = kernel_choice.cache_path()
 
@@ -191,7 +201,7 @@ def test_a_layer_first_met_while_a_graph_is_traced_is_measured_outside_it(measur
                                                                          monkeypatch):
     import tensorflow as tf
 
-    measured, measure = [], kernel_choice.measure
+    measured, measure = [], _measuring_briefly(monkeypatch)
     monkeypatch.setattr(kernel_choice, "measure",
                         lambda *args, **kwargs: measured.append(measure(*args, **kwargs))
                         or measured[-1])
@@ -202,7 +212,7 @@ def test_a_layer_first_met_while_a_graph_is_traced_is_measured_outside_it(measur
     assert len(measured) == 1  # once, while tracing; then remembered
     assert list(kernel_choice._CHOSEN) == ["gru_reset_after/2x3/float32"]
     rounds = [s for seconds in measured[0].values() for times in seconds.values() for s in times]
-    assert len(rounds) == 2 * kernel_choice.MEASURED_ROUNDS * len(kernel_choice.MEASURED_BATCHES)
+    assert len(rounds) == 2 * 2 * 2  # layouts, rounds, batches
     assert all(isinstance(s, float) and s > 0 for s in rounds)
 
 
