@@ -8,9 +8,8 @@ given; ``sample`` and the counter-based random numbers every runtime reproduces 
 sentences (on TensorFlow, with the N <= B still being translated); beam search with
 N = B * K (each sentence's K beams on consecutive rows).
 The searches stop early once every sequence has produced ``[END]``, and pad it with
-``[PAD]`` after it: the ids of the ``SpecialIds`` (start, end, pad) the caller hands each
-strategy, as OpenNMT-tf's ``dynamic_decode`` is handed its start and end ids; decoding
-knows no vocabulary.
+``[PAD]`` after it: the ids of the ``SpecialIds`` the caller hands each strategy
+(``loop.py``).
 """
 
 from zoo.decoding.beam import (Beam, beam_hypotheses, beam_search, coverage_penalty,

@@ -110,11 +110,12 @@ def decode(step_fn, state, strategy, batch_size, max_length, source_length=None,
 
     Step 0 feeds ``strategy.special_ids.start`` to every row; or, given ``first_logits
     [B, V]`` (a language model's prompt, already read), it starts from those, with
-    ``state`` the state after them. ``source_length`` (S) is needed only when the step function returns attention;
-    ``return_attention=False`` skips collecting it. ``max_lengths [B]`` (default: all
-    ``max_length``) ends each sentence at its own length. ``memory``: a nest the step
-    function reads and never changes, one row per sentence (expanded to the strategy's
-    rows, never reordered). Returns ``strategy.result``.
+    ``state`` the state after them. ``source_length`` (S) is needed only when the step
+    function returns attention; ``return_attention=False`` skips collecting it.
+    ``max_lengths [B]`` (default: all ``max_length``) ends each sentence at its own
+    length. ``memory``: a nest the step function reads and never changes, one row per
+    sentence (expanded to the strategy's rows, never reordered). Returns
+    ``strategy.result``.
     """
     step, tokens, search, state, memory = _first_step(
         step_fn, state, strategy, batch_size, max_length, source_length, return_attention,

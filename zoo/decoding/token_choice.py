@@ -103,8 +103,8 @@ def greedy_search(step_fn, state, batch_size, max_length, source_length=None,
                   return_attention=True, max_lengths=None, *, special_ids):
     """``decode`` with ``Greedy``: ``(tokens [B, max_length] int32, attention [B,
     max_length, S] or None)``."""
-    return decode(step_fn, state, Greedy(special_ids=special_ids), batch_size, max_length, source_length,
-                  return_attention, max_lengths=max_lengths)
+    return decode(step_fn, state, Greedy(special_ids=special_ids), batch_size, max_length,
+                  source_length, return_attention, max_lengths=max_lengths)
 
 
 def sampling_search(step_fn, state, batch_size, max_length, temperature, seed, top_k=0,

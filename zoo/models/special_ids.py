@@ -1,4 +1,4 @@
-"""The ids every zoo vocabulary reserves (``zoo.text.vocabulary``), as ``zoo.decoding`` is
+"""The ids the zoo's vocabularies reserve (``zoo.text.vocabulary``), as ``zoo.decoding`` is
 handed them: decoding knows no vocabulary, and the models are the floor that sees both."""
 
 from zoo import decoding
