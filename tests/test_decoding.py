@@ -1,5 +1,6 @@
 """Greedy and beam search over a step function with known probabilities."""
 
+import re
 from unittest import mock
 
 import hypothesis
@@ -13,6 +14,8 @@ from zoo.text.vocabulary import END_ID, PAD_ID, START_ID
 
 A, B, C = 4, 5, 6
 VOCAB = 7
+# The zoo's reserved ids, handed to decoding as the models hand them.
+IDS = decoding.SpecialIds(start=START_ID, end=END_ID, pad=PAD_ID)
 
 
 def _markov_step(table):
@@ -38,7 +41,8 @@ TRAP = {START_ID: {A: 0.6, B: 0.4}, A: {END_ID: 0.5, C: 0.5}, B: {END_ID: 1.0},
 
 def _run(search, **kwargs):
     state = {"steps": tf.zeros([2, 1])}
-    tokens, attention = search(_markov_step(TRAP), state, 2, 5, source_length=3, **kwargs)
+    tokens, attention = search(_markov_step(TRAP), state, 2, 5, source_length=3,
+                               special_ids=IDS, **kwargs)
     return tokens.numpy(), attention
 
 
@@ -67,13 +71,13 @@ def test_greedy_drops_finished_sentences_and_matches_the_fixed_batch():
     state = {"left": tf.constant([0, 3, 1])}
     rows_seen = []
     tokens, attention = decoding.greedy_search(_countdown_step(rows_seen), state, 3, 6,
-                                               source_length=3)
+                                               source_length=3, special_ids=IDS)
     np.testing.assert_array_equal(tokens, [[END_ID, 0, 0, 0, 0, 0],
                                            [A, A, A, END_ID, 0, 0],
                                            [A, END_ID, 0, 0, 0, 0]])
     assert rows_seen == [3, 2, 1, 1]  # a sentence leaves the batch after its [END]
     fixed_tokens, fixed_attention = decoding.decode(
-        _countdown_step([]), state, decoding.Greedy(), 3, 6, source_length=3)
+        _countdown_step([]), state, decoding.Greedy(special_ids=IDS), 3, 6, source_length=3)
     np.testing.assert_array_equal(tokens, fixed_tokens)
     # Attention rows of the steps a sentence took are the same; later ones are zero.
     np.testing.assert_array_equal(attention * (tokens[..., None] > 0),
@@ -82,7 +86,8 @@ def test_greedy_drops_finished_sentences_and_matches_the_fixed_batch():
 
     # The same in a graph, where the batch size is unknown when the loop is built.
     search = tf.function(lambda left: decoding.greedy_search(
-        _countdown_step([]), {"left": left}, tf.shape(left)[0], 6, source_length=3))
+        _countdown_step([]), {"left": left}, tf.shape(left)[0], 6, source_length=3,
+        special_ids=IDS))
     graph_tokens, graph_attention = search(state["left"])
     np.testing.assert_array_equal(graph_tokens, tokens)
     np.testing.assert_array_equal(graph_attention, attention)
@@ -113,10 +118,10 @@ def test_length_penalty_prefers_longer_hypotheses_as_alpha_grows():
     table = {START_ID: {END_ID: 0.5, A: 0.5}, A: {A: 0.99, END_ID: 0.01}}
     state = {"steps": tf.zeros([1, 1])}
     short, _ = decoding.beam_search(_markov_step(table), state, 1, 6, beam_size=3, alpha=0.0,
-                                    source_length=3)
+                                    source_length=3, special_ids=IDS)
     assert short.numpy()[0, 0] == END_ID
     long, _ = decoding.beam_search(_markov_step(table), state, 1, 6, beam_size=3, alpha=2.0,
-                                   source_length=3)
+                                   source_length=3, special_ids=IDS)
     assert long.numpy()[0, 0] == A
 
 
@@ -131,16 +136,60 @@ def test_beam_search_stops_once_no_open_beam_can_win():
         return markov(tokens, state)
 
     tokens, _ = decoding.beam_search(counting_step, {"steps": tf.zeros([1, 1])}, 1, 50,
-                                     beam_size=2, alpha=1.0, source_length=3)
+                                     beam_size=2, alpha=1.0, source_length=3, special_ids=IDS)
     assert tokens.numpy()[0, :3].tolist() == [A, END_ID, PAD_ID]
     assert len(calls) == 2
+
+
+# Another vocabulary's special ids: decoding uses those it is handed, in the loop (step 0's
+# start, the pad after an end, on TensorFlow's row-dropping path and in the fixed-rows loop of
+# a static batch of one) and in the output rules (the end a length rule allows, a prefix's pad).
+OTHER_IDS = decoding.SpecialIds(start=0, end=1, pad=2)
+
+
+@pytest.mark.parametrize("batch_size", [1, 2])
+@pytest.mark.parametrize("strategy", ["greedy", "beam"])
+def test_decoding_uses_the_special_ids_it_is_handed(strategy, batch_size):
+    end, pad = OTHER_IDS.end, OTHER_IDS.pad
+    # The TRAP in these ids: greedy takes A then ends; a beam finds B then the end.
+    trap = {OTHER_IDS.start: {A: 0.6, B: 0.4}, A: {end: 0.5, C: 0.5}, B: {end: 1.0},
+            C: {end: 1.0}}
+    state = {"steps": tf.zeros([batch_size, 1])}
+
+    def search(table, rules=None):
+        chosen = (decoding.Greedy(rules=rules, special_ids=OTHER_IDS) if strategy == "greedy"
+                  else decoding.Beam(2, rules=rules, special_ids=OTHER_IDS))
+        tokens = decoding.decode(_markov_step(table), state, chosen, batch_size, 5,
+                                 source_length=3)[0].numpy()
+        return tokens if strategy == "greedy" else tokens[:, 0]
+
+    best = A if strategy == "greedy" else B
+    np.testing.assert_array_equal(search(trap), [[best, end, pad, pad, pad]] * batch_size)
+    loop = {OTHER_IDS.start: {A: 1.0}, A: {A: 1.0}}
+    ends_after_two = decoding.OutputRules(end_lengths=tf.fill([batch_size], 2))
+    np.testing.assert_array_equal(search(loop, ends_after_two),
+                                  [[A, A, end, pad, pad]] * batch_size)
+    # The prefix [B, pad]: B is forced, then the search goes on (B is followed by the end).
+    forced_b = decoding.OutputRules(prefix=tf.constant([[B, pad]] * batch_size))
+    np.testing.assert_array_equal(search(trap, forced_b), [[B, end, pad, pad, pad]] * batch_size)
+
+
+@pytest.mark.parametrize("ids", [{"start": -1, "end": 3, "pad": 0},
+                                 {"start": 2, "end": "3", "pad": 0},
+                                 {"start": 2, "end": 3, "pad": True}])
+def test_special_ids_must_be_token_ids(ids):
+    name, value = next((n, v) for n, v in ids.items() if not (type(v) is int and v >= 0))
+    with pytest.raises(ValueError, match=rf"SpecialIds.{name} must be a token id \(an int >= 0\); "
+                                         rf"received {re.escape(repr(value))}"):
+        decoding.SpecialIds(**ids)
 
 
 def test_fixed_maximum_length_is_respected():
     loop = {START_ID: {A: 1.0}, A: {A: 1.0}}
     state = {"steps": tf.zeros([1, 1])}
     for search, kwargs in ((decoding.greedy_search, {}), (decoding.beam_search, {"beam_size": 2})):
-        tokens, _ = search(_markov_step(loop), state, 1, 4, source_length=3, **kwargs)
+        tokens, _ = search(_markov_step(loop), state, 1, 4, source_length=3, special_ids=IDS,
+                           **kwargs)
         np.testing.assert_array_equal(tokens.numpy(), [[A, A, A, A]])
 
 
@@ -165,7 +214,8 @@ def test_coverage_penalty_prefers_the_hypothesis_that_reads_the_whole_source():
 
     def search(beta):
         return decoding.beam_hypotheses(step, {"steps": tf.zeros([1, 1])}, 1, 4, beam_size=2,
-                                        num_hypotheses=2, alpha=0.0, source_length=2, beta=beta)
+                                        num_hypotheses=2, alpha=0.0, source_length=2, beta=beta,
+                                        special_ids=IDS)
 
     tokens, scores, _ = search(0.0)
     assert tokens.numpy()[0, 0, :2].tolist() == [B, END_ID]
@@ -175,7 +225,7 @@ def test_coverage_penalty_prefers_the_hypothesis_that_reads_the_whole_source():
                                rtol=1e-5)
     with pytest.raises(ValueError, match="A coverage penalty reads the attention"):
         decoding.beam_hypotheses(step, {"steps": tf.zeros([1, 1])}, 1, 4, beam_size=2,
-                                 source_length=2, beta=0.5, return_attention=False)
+                                 source_length=2, beta=0.5, return_attention=False, special_ids=IDS)
 
 
 def test_coverage_penalty_values():
@@ -197,7 +247,7 @@ def test_n_best_are_ranked_by_length_normalised_log_probability(alpha):
     state = {"steps": tf.zeros([2, 1])}
     tokens, scores, attention = decoding.beam_hypotheses(
         _markov_step(TRAP), state, 2, 5, beam_size=3, num_hypotheses=3, alpha=alpha,
-        source_length=3)
+        source_length=3, special_ids=IDS)
     expected = sorted([
         ([B, END_ID], _log_probability(0.4, 1.0) / (7 / 6) ** alpha),
         ([A, END_ID], _log_probability(0.6, 0.5) / (7 / 6) ** alpha),
@@ -213,9 +263,9 @@ def test_n_best_are_ranked_by_length_normalised_log_probability(alpha):
 def test_the_best_of_the_n_best_is_the_one_best():
     state = {"steps": tf.zeros([2, 1])}
     best, _ = decoding.beam_search(_markov_step(TRAP), state, 2, 5, beam_size=3,
-                                   source_length=3)
+                                   source_length=3, special_ids=IDS)
     n_best, _, _ = decoding.beam_hypotheses(_markov_step(TRAP), state, 2, 5, beam_size=3,
-                                            num_hypotheses=3, source_length=3)
+                                            num_hypotheses=3, source_length=3, special_ids=IDS)
     np.testing.assert_array_equal(n_best[:, 0], best)
 
 
@@ -234,7 +284,7 @@ def test_stopping_early_returns_what_running_to_the_end_returns(seed, beam_size,
     def search():
         return decoding.beam_hypotheses(_markov_step(table), {"steps": tf.zeros([1, 1])}, 1, 6,
                                         beam_size=beam_size, num_hypotheses=num_hypotheses,
-                                        alpha=alpha, source_length=3)
+                                        alpha=alpha, source_length=3, special_ids=IDS)
 
     early = search()
     with mock.patch.object(decoding.beam, "_nth_best_settled",
@@ -273,12 +323,13 @@ def _rules():
 
 
 STRATEGIES = {
-    "greedy": lambda: decoding.Greedy(),
-    "greedy with rules": lambda: decoding.Greedy(rules=_rules()),
-    "beam": lambda: decoding.Beam(3, num_hypotheses=2, alpha=0.6),
-    "beam with rules": lambda: decoding.Beam(3, num_hypotheses=2, alpha=0.6, rules=_rules()),
+    "greedy": lambda: decoding.Greedy(special_ids=IDS),
+    "greedy with rules": lambda: decoding.Greedy(rules=_rules(), special_ids=IDS),
+    "beam": lambda: decoding.Beam(3, num_hypotheses=2, alpha=0.6, special_ids=IDS),
+    "beam with rules": lambda: decoding.Beam(3, num_hypotheses=2, alpha=0.6, rules=_rules(),
+                                             special_ids=IDS),
     "sampling": lambda: decoding.Sampling(1.0, 5, top_k=4, top_p=0.9,
-                                          row_ids=tf.constant([10, 11, 12, 13])),
+                                          row_ids=tf.constant([10, 11, 12, 13]), special_ids=IDS),
 }
 
 
@@ -336,8 +387,8 @@ def _ngrams(tokens, n):
 # A loop that stutters: A B A B ... and [END] only ever 1% likely; C is the way out.
 STUTTER = {START_ID: {A: 0.9, END_ID: 0.1}, A: {B: 0.9, C: 0.05, END_ID: 0.05},
            B: {A: 0.9, C: 0.09, END_ID: 0.01}, C: {END_ID: 1.0}}
-SEARCHES = {"greedy": lambda rules: decoding.Greedy(rules=rules),
-            "beam": lambda rules: decoding.Beam(3, alpha=0.0, rules=rules)}
+SEARCHES = {"greedy": lambda rules: decoding.Greedy(rules=rules, special_ids=IDS),
+            "beam": lambda rules: decoding.Beam(3, alpha=0.0, rules=rules, special_ids=IDS)}
 
 
 def _decode_rows(search, table, rules, rows=1, max_length=8):
@@ -397,7 +448,7 @@ def test_a_sentence_ends_at_its_own_limit():
     state = {"steps": tf.zeros([2, 1])}
     for search, kwargs in ((decoding.greedy_search, {}), (decoding.beam_search, {"beam_size": 2})):
         tokens, _ = search(_markov_step(loop), state, 2, 5, source_length=3,
-                           max_lengths=tf.constant([2, 4]), **kwargs)
+                           max_lengths=tf.constant([2, 4]), special_ids=IDS, **kwargs)
         np.testing.assert_array_equal(tokens.numpy(), [[A, A, 0, 0, 0], [A, A, A, A, 0]])
 
 
@@ -418,7 +469,7 @@ def test_a_tighter_limit_lets_beam_search_stop_sooner():
 
         tokens, _ = decoding.beam_search(counting_step, {"steps": tf.zeros([1, 1])}, 1, 60,
                                          beam_size=2, alpha=1.5, source_length=3,
-                                         max_lengths=max_lengths)
+                                         max_lengths=max_lengths, special_ids=IDS)
         assert tokens.numpy()[0, :2].tolist() == [A, END_ID]
         return len(calls)
 
@@ -440,7 +491,8 @@ def test_a_language_model_prompt_starts_the_loop():
     logits = tf.math.log(tf.constant([[0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]]) + 1e-9)
     step = _markov_step({END_ID: {A: 1.0}, A: {END_ID: 1.0}})
     tokens, _ = decoding.decode(step, {"steps": tf.zeros([1, 1])},
-                                decoding.Greedy(stop_at_end=False), 1, 4, first_logits=logits)
+                                decoding.Greedy(stop_at_end=False, special_ids=IDS), 1, 4,
+                                first_logits=logits)
     np.testing.assert_array_equal(tokens.numpy(), [[END_ID, A, END_ID, A]])
 
 
@@ -456,8 +508,8 @@ def test_decoding_step_by_step_yields_what_the_loop_returns(strategy):
     state = {"steps": tf.zeros([3, 1])}
 
     def chosen():
-        return (decoding.Greedy() if strategy == "greedy"
-                else decoding.Sampling(0.9, 11, top_k=5, top_p=0.95))
+        return (decoding.Greedy(special_ids=IDS) if strategy == "greedy"
+                else decoding.Sampling(0.9, 11, top_k=5, top_p=0.95, special_ids=IDS))
 
     def with_memory(tokens, state, memory):
         return step(tokens, state)

@@ -6,7 +6,6 @@ from keras import ops
 from zoo import backend
 from zoo.decoding.constraints import NEG_INF as _NEG_INF
 from zoo.decoding.loop import decode, write_row, write_token
-from zoo.text.vocabulary import END_ID
 
 
 def length_penalty(lengths, alpha):
@@ -43,6 +42,8 @@ class Beam:
     max_length, S] or None)``, best first; a score is the hypothesis' log-probability
     divided by ``length_penalty(its length, alpha)``. ``beam_size`` and
     ``num_hypotheses`` (at most ``beam_size``) may be scalar tensors on TensorFlow.
+    ``special_ids``: the vocabulary's ``SpecialIds`` (``[START]``, ``[END]``, and the
+    ``[PAD]`` after a hypothesis' end).
     ``rules``: an ``OutputRules`` (repeated n-grams, length bounds) applied to each
     step's log-probabilities (a score stays the log-probability of what was chosen).
     ``beta`` > 0 adds GNMT's ``coverage_penalty`` to a finished hypothesis' score (GNMT's
@@ -50,8 +51,9 @@ class Beam:
     search must keep attention. As cp <= 0, the early stop stays exact.
     """
 
-    def __init__(self, beam_size, num_hypotheses=1, alpha=0.6, rules=None, beta=0.0):
-        self.rows_per_sentence = beam_size
+    def __init__(self, beam_size, num_hypotheses=1, alpha=0.6, rules=None, beta=0.0, *,
+                 special_ids):
+        self.rows_per_sentence, self.special_ids = beam_size, special_ids
         self.num_hypotheses, self.alpha, self.rules, self.beta = num_hypotheses, alpha, rules, beta
 
     def expand(self, state):
@@ -59,13 +61,13 @@ class Beam:
             lambda s: ops.repeat(s, self.rows_per_sentence, axis=0), state)
 
     def initial(self, batch_size, max_length, history_shape, max_lengths):
-        k = self.rows_per_sentence
+        k, pad = self.rows_per_sentence, self.special_ids.pad
         # At the first step the K beams are copies: only the first one may be extended.
         first_only = ops.where(ops.equal(ops.arange(k, dtype="int32"), 0), 0.0, _NEG_INF)
         search = {
-            "alive_tokens": ops.zeros((batch_size, k, max_length), "int32"),
+            "alive_tokens": ops.full((batch_size, k, max_length), pad, "int32"),
             "alive_scores": ops.tile(ops.expand_dims(first_only, 0), (batch_size, 1)),
-            "finished_tokens": ops.zeros((batch_size, k, max_length), "int32"),
+            "finished_tokens": ops.full((batch_size, k, max_length), pad, "int32"),
             "finished_scores": ops.full((batch_size, k), _NEG_INF, "float32"),
             "max_lengths": max_lengths,
         }
@@ -86,7 +88,7 @@ class Beam:
         vocab_size = ops.shape(log_probs)[-1]
         if self.rules is not None:
             produced = ops.reshape(search["alive_tokens"], (batch_size * k, -1))
-            log_probs = self.rules.apply(t, log_probs, produced, search, k)
+            log_probs = self.rules.apply(t, log_probs, produced, search, self.special_ids, k)
         candidates = ops.expand_dims(search["alive_scores"], -1) + ops.reshape(
             log_probs, (batch_size, k, vocab_size))
         scores, flat_index = ops.top_k(ops.reshape(candidates, (batch_size, -1)), doubled)
@@ -100,7 +102,7 @@ class Beam:
             extended["history"] = write_row(_pick(search["alive_history"], parent), t, rows)
         # A hypothesis ends with [END], or at its sentence's last allowed token.
         at_limit = ops.expand_dims(t + 1 >= search["max_lengths"], -1)
-        ends = ops.logical_or(ops.equal(token, END_ID), at_limit)
+        ends = ops.logical_or(ops.equal(token, self.special_ids.end), at_limit)
 
         open_scores, open_pick = ops.top_k(ops.where(ends, _NEG_INF, scores), k)
         open_pick = ops.cast(open_pick, "int32")
@@ -150,19 +152,20 @@ class Beam:
 
 def beam_hypotheses(step_fn, state, batch_size, max_length, beam_size, num_hypotheses=1,
                     alpha=0.6, source_length=None, return_attention=True, max_lengths=None,
-                    beta=0.0):
+                    beta=0.0, *, special_ids):
     """``decode`` with ``Beam``: the ``num_hypotheses`` best, with their scores."""
-    return decode(step_fn, state, Beam(beam_size, num_hypotheses, alpha, beta=beta), batch_size,
-                  max_length, source_length, return_attention, max_lengths=max_lengths)
+    strategy = Beam(beam_size, num_hypotheses, alpha, beta=beta, special_ids=special_ids)
+    return decode(step_fn, state, strategy, batch_size, max_length, source_length,
+                  return_attention, max_lengths=max_lengths)
 
 
 def beam_search(step_fn, state, batch_size, max_length, beam_size, alpha=0.6,
-                source_length=None, return_attention=True, max_lengths=None):
+                source_length=None, return_attention=True, max_lengths=None, *, special_ids):
     """The best hypothesis of ``beam_hypotheses``: ``(tokens [B, max_length] int32,
     attention [B, max_length, S] or None)``."""
     tokens, _, attention = beam_hypotheses(step_fn, state, batch_size, max_length, beam_size,
                                            1, alpha, source_length, return_attention,
-                                           max_lengths)
+                                           max_lengths, special_ids=special_ids)
     return tokens[:, 0], (None if attention is None else attention[:, 0])
 
 

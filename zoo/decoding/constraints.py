@@ -4,8 +4,6 @@ start)."""
 
 from keras import ops
 
-from zoo.text.vocabulary import END_ID, PAD_ID
-
 NEG_INF = -1e9  # finite, so that scores never become NaN
 
 
@@ -21,9 +19,10 @@ class OutputRules:
       step ``t`` of the sentence's prefix (it overrides the other rules: the output
       starts as given, then the search goes on).
 
-    Each may be a tensor (a SavedModel's or a TFLite file's inputs); a rule left None
-    costs nothing. The per-sentence lengths are kept in the search, so that they follow
-    a sentence's rows when the loop drops the finished ones.
+    ``[END]`` and ``[PAD]`` are the ids of the strategy's ``SpecialIds``. Each rule may
+    be a tensor (a SavedModel's or a TFLite file's inputs); a rule left None costs
+    nothing. The per-sentence lengths are kept in the search, so that they follow a
+    sentence's rows when the loop drops the finished ones.
     """
 
     def __init__(self, no_repeat_ngram_size=None, min_lengths=None, end_lengths=None,
@@ -37,15 +36,16 @@ class OutputRules:
         return {"rule_" + name: ops.cast(values, "int32")
                 for name, values in self.per_sentence.items() if values is not None}
 
-    def apply(self, t, scores, history, search, rows_per_sentence=1):
+    def apply(self, t, scores, history, search, special_ids, rows_per_sentence=1):
         """``scores [N, V]`` with what step ``t`` may not choose set to ``NEG_INF``;
-        ``history [N, max_length]``: each row's tokens, its first ``t`` written."""
-        unruled = scores
+        ``history [N, max_length]``: each row's tokens, its first ``t`` written;
+        ``special_ids``: the strategy's ``SpecialIds`` (its end, and the prefix's pad)."""
+        unruled, vocabulary = scores, ops.arange(ops.shape(scores)[-1])
         if self.no_repeat_ngram_size is not None:
             banned = repeated_ngram_tokens(history, t, self.no_repeat_ngram_size,
                                            ops.shape(scores)[-1])
             scores = ops.where(banned, NEG_INF, scores)
-        is_end = ops.expand_dims(ops.equal(ops.arange(ops.shape(scores)[-1]), END_ID), 0)
+        is_end = ops.expand_dims(ops.equal(vocabulary, special_ids.end), 0)
         if "rule_min_lengths" in search:
             too_short = ops.expand_dims(t < _per_row(search["rule_min_lengths"],
                                                      rows_per_sentence), 1)
@@ -58,8 +58,9 @@ class OutputRules:
             prefix = _per_row(search["rule_prefix"], rows_per_sentence)
             width = ops.shape(prefix)[1]
             given = ops.take(prefix, ops.minimum(t, width - 1), axis=1)  # [N]
-            forcing = ops.expand_dims(ops.logical_and(t < width, ops.not_equal(given, PAD_ID)), 1)
-            only_given = ops.where(ops.equal(ops.expand_dims(ops.arange(ops.shape(scores)[-1]), 0),
+            forcing = ops.expand_dims(
+                ops.logical_and(t < width, ops.not_equal(given, special_ids.pad)), 1)
+            only_given = ops.where(ops.equal(ops.expand_dims(vocabulary, 0),
                                              ops.expand_dims(given, 1)), unruled, NEG_INF)
             scores = ops.where(forcing, only_given, scores)
         return scores

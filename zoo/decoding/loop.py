@@ -6,6 +6,10 @@ the step reads and never changes: an encoder's outputs) are nests of tensors who
 dimension is N; without ``memory``, it is called ``step_fn(tokens, state)``. That is all
 decoding needs from a model.
 
+The vocabulary's ``SpecialIds`` (start, end, pad) are handed in by the caller with the
+strategy, as OpenNMT-tf's ``dynamic_decode`` is handed its start and end ids: decoding
+knows no vocabulary.
+
 A strategy (``Greedy``, ``Sampling``, ``Beam``) says how many rows per sentence the
 step function sees, picks each step's tokens and which rows of the state they continue,
 keeps what it returns in per-sentence buffers ``[B, ..., max_length]``, and says which
@@ -23,6 +27,7 @@ is written, and the TFLite runner, whose step function is an interpreter call.
 The strategy interface (duck-typed)::
 
     rows_per_sentence                       # N = batch_size * rows_per_sentence
+    special_ids                             # SpecialIds: step 0 feeds special_ids.start
     expand(rows) -> rows                    # step 0's rows (state, memory) from one per sentence
     initial(batch_size, max_length, history_shape, max_lengths) -> search  # [B, ...] tensors
     advance(t, logits, attention, search) -> (tokens [N], search, parent_rows [N] or None)
@@ -44,11 +49,30 @@ that reaches it ends there. ``parent_rows`` reorders the state (beam search; alw
 within a sentence's rows, so ``memory`` needs no reordering); None keeps it as it is.
 """
 
+import dataclasses
+
 import keras
 from keras import ops
 
 from zoo import backend
-from zoo.text.vocabulary import START_ID
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecialIds:
+    """The ids decoding gives a meaning to, in the caller's vocabulary: ``start`` is fed
+    at step 0, ``end`` finishes a sentence, ``pad`` fills its tokens after that (and
+    right-pads an ``OutputRules`` prefix)."""
+
+    start: int
+    end: int
+    pad: int
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"SpecialIds.{field.name} must be a token id (an int >= 0); "
+                                 f"received {value!r}.")
 
 
 def int_tensor(value):
@@ -84,13 +108,14 @@ def decode(step_fn, state, strategy, batch_size, max_length, source_length=None,
            return_attention=True, first_logits=None, max_lengths=None, memory=None):
     """Run ``strategy`` over ``step_fn`` for at most ``max_length`` steps.
 
-    Step 0 feeds ``[START]`` to every row; or, given ``first_logits [B, V]`` (a language
-    model's prompt, already read), it starts from those, with ``state`` the state after
-    them. ``source_length`` (S) is needed only when the step function returns attention;
-    ``return_attention=False`` skips collecting it. ``max_lengths [B]`` (default: all
-    ``max_length``) ends each sentence at its own length. ``memory``: a nest the step
-    function reads and never changes, one row per sentence (expanded to the strategy's
-    rows, never reordered). Returns ``strategy.result``.
+    Step 0 feeds ``strategy.special_ids.start`` to every row; or, given ``first_logits
+    [B, V]`` (a language model's prompt, already read), it starts from those, with
+    ``state`` the state after them. ``source_length`` (S) is needed only when the step
+    function returns attention; ``return_attention=False`` skips collecting it.
+    ``max_lengths [B]`` (default: all ``max_length``) ends each sentence at its own
+    length. ``memory``: a nest the step function reads and never changes, one row per
+    sentence (expanded to the strategy's rows, never reordered). Returns
+    ``strategy.result``.
     """
     step, tokens, search, state, memory = _first_step(
         step_fn, state, strategy, batch_size, max_length, source_length, return_attention,
@@ -189,7 +214,7 @@ def _advance(strategy, keep_attention, t, logits, attention, search, state):
 
 def _first_step(step_fn, state, strategy, batch_size, max_length, source_length,
                 return_attention, first_logits, max_lengths, memory):
-    """Step 0 (``[START]``, or the prompt's ``first_logits``) and the loop's step.
+    """Step 0 (the start id, or the prompt's ``first_logits``) and the loop's step.
 
     Returns ``(loop_step(...), tokens, search, state, memory)`` after step 0.
     """
@@ -197,7 +222,8 @@ def _first_step(step_fn, state, strategy, batch_size, max_length, source_length,
         step_fn, memory = _without_memory(step_fn), {}
     if first_logits is None:
         state, memory = strategy.expand((state, memory))
-        start = ops.full((batch_size * strategy.rows_per_sentence,), START_ID, "int32")
+        start = ops.full((batch_size * strategy.rows_per_sentence,), strategy.special_ids.start,
+                         "int32")
         logits, state, attention = step_fn(start, state, memory)
     else:
         logits, attention = first_logits, None

@@ -5,7 +5,6 @@ from keras import ops
 
 from zoo.decoding.loop import decode, write_row, write_token
 from zoo.decoding.sampling import argmax, sample
-from zoo.text.vocabulary import END_ID, PAD_ID
 
 
 class Greedy:
@@ -14,7 +13,8 @@ class Greedy:
     ``stop_at_end=False``: a language model writes exactly ``max_length`` tokens); in
     the fixed-rows loop it goes on being fed and is given ``[PAD]``.
 
-    ``rules``: an ``OutputRules`` (repeated n-grams, length bounds), or None.
+    ``special_ids``: the vocabulary's ``SpecialIds`` (its ``[START]``, ``[END]`` and
+    ``[PAD]``); ``rules``: an ``OutputRules`` (repeated n-grams, length bounds), or None.
 
     Returns ``(tokens [B, max_length] int32, attention [B, max_length, S] or None)``.
     """
@@ -24,8 +24,8 @@ class Greedy:
     # given on TensorFlow's fast path): only the other entries follow the open rows.
     full_batch_buffers = ("tokens", "history")
 
-    def __init__(self, stop_at_end=True, rules=None):
-        self.stop_at_end, self.rules = stop_at_end, rules
+    def __init__(self, stop_at_end=True, rules=None, *, special_ids):
+        self.stop_at_end, self.rules, self.special_ids = stop_at_end, rules, special_ids
 
     def choose(self, t, logits, search):
         return argmax(logits)
@@ -34,7 +34,8 @@ class Greedy:
         return state
 
     def initial(self, batch_size, max_length, history_shape, max_lengths):
-        search = {"tokens": ops.zeros((batch_size, max_length), "int32"),
+        # [PAD] where nothing is written: after each sentence's end on TensorFlow's fast path.
+        search = {"tokens": ops.full((batch_size, max_length), self.special_ids.pad, "int32"),
                   "finished": ops.zeros((batch_size,), "bool"), "max_lengths": max_lengths}
         if history_shape is not None:
             search["history"] = ops.zeros((batch_size, *history_shape), "float32")
@@ -45,11 +46,11 @@ class Greedy:
     def advance(self, t, logits, attention, search):
         if self.rules is not None:
             logits = self.rules.apply(t, ops.cast(logits, "float32"), self._produced(search),
-                                      search)
-        tokens = ops.where(search["finished"], PAD_ID, self.choose(t, logits, search))
+                                      search, self.special_ids)
+        tokens = ops.where(search["finished"], self.special_ids.pad, self.choose(t, logits, search))
         finished = ops.logical_or(search["finished"], t + 1 >= search["max_lengths"])
         if self.stop_at_end:
-            finished = ops.logical_or(finished, ops.equal(tokens, END_ID))
+            finished = ops.logical_or(finished, ops.equal(tokens, self.special_ids.end))
         sentences = search.get("sentences")
         advanced = {**search, "tokens": write_token(search["tokens"], t, tokens, sentences),
                     "finished": finished}
@@ -78,8 +79,8 @@ class Sampling(Greedy):
     ``uniforms [max_length, B]``, with those. ``top_k=1`` is greedy."""
 
     def __init__(self, temperature, seed, top_k=0, top_p=1.0, row_ids=None, uniforms=None,
-                 stop_at_end=True, rules=None):
-        super().__init__(stop_at_end, rules)
+                 stop_at_end=True, rules=None, *, special_ids):
+        super().__init__(stop_at_end, rules, special_ids=special_ids)
         self.temperature, self.seed, self.top_k, self.top_p = temperature, seed, top_k, top_p
         self.row_ids, self.uniforms = row_ids, uniforms
 
@@ -99,17 +100,18 @@ class Sampling(Greedy):
 
 
 def greedy_search(step_fn, state, batch_size, max_length, source_length=None,
-                  return_attention=True, max_lengths=None):
+                  return_attention=True, max_lengths=None, *, special_ids):
     """``decode`` with ``Greedy``: ``(tokens [B, max_length] int32, attention [B,
     max_length, S] or None)``."""
-    return decode(step_fn, state, Greedy(), batch_size, max_length, source_length,
-                  return_attention, max_lengths=max_lengths)
+    return decode(step_fn, state, Greedy(special_ids=special_ids), batch_size, max_length,
+                  source_length, return_attention, max_lengths=max_lengths)
 
 
 def sampling_search(step_fn, state, batch_size, max_length, temperature, seed, top_k=0,
                     top_p=1.0, row_ids=None, source_length=None, return_attention=True,
-                    uniforms=None, max_lengths=None):
+                    uniforms=None, max_lengths=None, *, special_ids):
     """``decode`` with ``Sampling``; returns what ``greedy_search`` returns."""
-    strategy = Sampling(temperature, seed, top_k, top_p, row_ids, uniforms)
+    strategy = Sampling(temperature, seed, top_k, top_p, row_ids, uniforms,
+                        special_ids=special_ids)
     return decode(step_fn, state, strategy, batch_size, max_length, source_length,
                   return_attention, max_lengths=max_lengths)

@@ -38,6 +38,7 @@ from keras import ops
 import zoo
 from zoo import backend, decoding, evaluation, plots
 from zoo.models.seq2seq import output_limits
+from zoo.models.special_ids import SPECIAL_IDS
 from zoo.text.vocabulary import END_ID, PAD_ID, START_ID, pad_batch
 from zoo.training import translation
 
@@ -148,8 +149,8 @@ class Batch:
         model, source_ids = self.model, self.source_ids
         state, memory = decoder_start(model, source_ids, replace)
         tokens, _ = decoding.decode(
-            step_function(model, replace), state, decoding.Greedy(), len(source_ids),
-            model.max_output_length, return_attention=False,
+            step_function(model, replace), state, decoding.Greedy(special_ids=SPECIAL_IDS),
+            len(source_ids), model.max_output_length, return_attention=False,
             max_lengths=output_limits(source_ids, model.max_output_length), memory=memory)
         return ops.convert_to_numpy(tokens)
 

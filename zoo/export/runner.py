@@ -154,6 +154,7 @@ class TFLiteLanguageModel:
 
     def generate(self, prompt, length, temperature=1.0, seed=None, top_k=None, top_p=None):
         from zoo import decoding
+        from zoo.models.language_model import generation_strategy
 
         length, temperature, seed = codec.check_generation_arguments(length, temperature, seed)
         top_k, top_p = codec.check_sampling_filters(top_k, top_p)
@@ -161,7 +162,7 @@ class TFLiteLanguageModel:
         states = np.zeros(self.config["states"], np.float32)
         for token in prompt_ids:
             logits, states = self.step(token, states)
-        strategy = decoding.Sampling(temperature, seed, top_k, top_p, stop_at_end=False)
+        strategy = generation_strategy(temperature, seed, top_k, top_p)
         steps = decoding.decode_stepwise(self._decoding_step, states, strategy, 1, length,
                                          first_logits=logits[None])
         return "".join(self.preprocessor.characters[int(tokens[0])] for tokens in steps)

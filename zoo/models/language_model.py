@@ -20,12 +20,22 @@ from keras import ops
 
 import zoo.layers
 from zoo import backend, decoding, inspection, presets
+from zoo.models.special_ids import SPECIAL_IDS
 from zoo.text import codec
 from zoo.text.preprocessor import CharacterPreprocessor
 SEQUENCE_LAYERS = {"rnn": zoo.layers.SimpleRNN, "lstm": zoo.layers.LSTM, "gru": zoo.layers.GRU}
 # Characters that ``stream`` computes in one compiled call: fewer calls (each costs more
 # than a step), and still a text that appears as it is written.
 STREAM_CHUNK = 8
+
+
+def generation_strategy(temperature, seed, top_k, top_p):
+    """The ``decoding`` strategy of every generation (the model's loops, the TFLite
+    runner's): sampled, exactly ``length`` characters. A character vocabulary reserves
+    no ids: the loop starts from the prompt's logits and never stops at an end, so the
+    special ids it is handed never reach the text."""
+    return decoding.Sampling(temperature, seed, top_k, top_p, stop_at_end=False,
+                             special_ids=SPECIAL_IDS)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -213,7 +223,7 @@ class CharLanguageModel(presets.FromPreset, keras.Model):
         preprocessor = self._require_preprocessor()
         prompt_ids = np.asarray([preprocessor.encode(codec.prompt_text(prompt))], np.int32)
         logits, states = self._function("prime", self._prime)(prompt_ids)
-        strategy = decoding.Sampling(temperature, seed, top_k, top_p, stop_at_end=False)
+        strategy = generation_strategy(temperature, seed, top_k, top_p)
         # Compiled once, with the sampling arguments as inputs: a new seed traces nothing.
         compiled = self._function("stream_steps", self._stream_steps)
         arguments = (np.float32(temperature), np.int32(seed), np.int32(top_k), np.float32(top_p))
@@ -235,7 +245,7 @@ class CharLanguageModel(presets.FromPreset, keras.Model):
         (``top_k`` 0 and ``top_p`` 1: no cut).
         """
         logits, states = self._prime(prompt_ids)
-        strategy = decoding.Sampling(temperature, seed, top_k, top_p, stop_at_end=False)
+        strategy = generation_strategy(temperature, seed, top_k, top_p)
         tokens, _ = decoding.decode(self._step_without_attention, states, strategy, 1, length,
                                     first_logits=logits)
         return tokens
@@ -249,7 +259,7 @@ class CharLanguageModel(presets.FromPreset, keras.Model):
         return logits[:, -1], states
 
     def _stream_steps(self, t, tokens, search, states, memory, temperature, seed, top_k, top_p):
-        strategy = decoding.Sampling(temperature, seed, top_k, top_p, stop_at_end=False)
+        strategy = generation_strategy(temperature, seed, top_k, top_p)
         steps = decoding.loop_steps(self._step_without_attention, strategy, STREAM_CHUNK)
         return steps(t, tokens, search, states, memory)
 

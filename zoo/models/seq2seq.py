@@ -24,6 +24,7 @@ from keras.src import backend
 import zoo.layers
 from zoo import backend as zoo_backend
 from zoo import decoding, inspection, presets
+from zoo.models.special_ids import SPECIAL_IDS
 from zoo.text import codec, tokenizers
 from zoo.text.preprocessor import TranslationPreprocessor
 from zoo.text.vocabulary import PAD_ID, START, START_ID, pad_batch
@@ -305,7 +306,7 @@ class Seq2Seq(presets.FromPreset, keras.Model):
 
     def _beam(self, beam_size, num_hypotheses=1):
         return decoding.Beam(beam_size, num_hypotheses, self.length_penalty,
-                             beta=self.coverage_penalty)
+                             beta=self.coverage_penalty, special_ids=SPECIAL_IDS)
 
     def generate_ids(self, source_ids, beam_size=1, max_length=None, return_attention=False,
                      rules=None):
@@ -317,8 +318,8 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         a translation ends at its first ``[END]`` and is padded with ``[PAD]`` after it.
         """
         if isinstance(beam_size, int) and beam_size == 1:
-            return self._decode_with(decoding.Greedy(), source_ids, max_length, return_attention,
-                                     rules)
+            return self._decode_with(decoding.Greedy(special_ids=SPECIAL_IDS), source_ids,
+                                     max_length, return_attention, rules)
         tokens, _, attention = self._decode_with(self._beam(beam_size), source_ids, max_length,
                                                  return_attention, rules)
         return tokens[:, 0], (None if attention is None else attention[:, 0])
@@ -339,7 +340,8 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         """Translations drawn token by token (``decoding.Sampling``; ``top_k`` 0 and
         ``top_p`` 1: no cut; ``uniforms [max_length, B]``: the random numbers fed in),
         graph-friendly; returns what ``generate_ids`` returns."""
-        strategy = decoding.Sampling(temperature, seed, top_k, top_p, row_ids, uniforms)
+        strategy = decoding.Sampling(temperature, seed, top_k, top_p, row_ids, uniforms,
+                                     special_ids=SPECIAL_IDS)
         return self._decode_with(strategy, source_ids, max_length, return_attention, rules)
 
     def _decode_with(self, strategy, source_ids, max_length, return_attention, rules=None):
