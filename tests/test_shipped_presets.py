@@ -76,6 +76,26 @@ def test_readme_table_matches_the_metadata(name):
     assert str(test["greedy"]["bleu"]["score"]) in cells
 
 
+@pytest.mark.parametrize("name", TRANSLATION)
+def test_search_defaults_are_the_validation_choice_they_record(name):
+    """The output rules and coverage penalty a translator ships are the candidate its
+    card's table makes the choice (issue 41: the best real-text chrF among those that keep
+    the Tatoeba validation BLEU of none), and what loading it gives."""
+    metadata = zoo.describe(name)
+    model = zoo.load(name)
+    if "search_defaults_validation" not in metadata:  # chosen none: nothing changed
+        assert (model.output_rules, model.coverage_penalty) == ({}, 0.0)
+        return
+    candidates = metadata["search_defaults_validation"]["candidates"]
+    assert candidates[0]["options"] == {}
+    allowed = [c for c in candidates if c["bleu"] >= candidates[0]["bleu"]]
+    chosen = max(allowed, key=lambda c: c["chrf"])["options"]
+    assert {**model.output_rules, **({"coverage_penalty": model.coverage_penalty}
+                                     if model.coverage_penalty else {})} == chosen
+    assert (metadata["output_rules"], metadata["coverage_penalty"]) == (
+        model.output_rules, model.coverage_penalty)
+
+
 def test_default_preset_translates_the_readme_sentence():
     model = zoo.load("gru_bahdanau_cmn_en")
     translation = model.translate(["我读了一本书。"])[0]

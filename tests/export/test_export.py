@@ -203,11 +203,28 @@ def test_output_rules_give_the_same_tokens_in_every_runtime(model, exports, sour
     translator = TFLiteTranslator(exports["float32"])
     assert translator.translate(sources, **RULES) == greedy
     assert translator.translate(sources[:20], beam_size=5, **RULES) == beam[:20]
-    # 0 turns a rule off in the exports.
+    # 0 turns a rule off in the exports, a preset's default too.
     off = signature(beam_size=tf.constant(1), **{**inputs, "no_repeat_ngram_size": tf.constant(0),
                                                 "min_length_ratio": tf.constant(0.0),
                                                 "max_length_ratio": tf.constant(0.0)})
-    assert [t.decode() for t in off["translations"].numpy()] == model.translate(sources)
+    assert [t.decode() for t in off["translations"].numpy()] == model.translate(
+        sources, no_repeat_ngram_size=0, min_length_ratio=0, max_length_ratio=0)
+
+
+def test_the_presets_output_rules_are_every_runtimes_default(model, exports, sources):
+    """The rules chosen on validation (``model.output_rules``) are compiled into the
+    exports' plain signatures, and a runner's call sets a rule over them as Python does."""
+    assert model.output_rules == {"no_repeat_ngram_size": 3}
+    greedy = model.translate(sources)
+    assert greedy != model.translate(sources, no_repeat_ngram_size=0)
+    served = tf.saved_model.load(str(exports["saved_model"])).signatures["serving_default"](
+        texts=tf.constant(sources))["translations"]
+    assert [t.decode() for t in served.numpy()] == greedy
+    translator = TFLiteTranslator(exports["float32"])
+    assert translator.config["output_rules"] == model.output_rules
+    assert translator.translate(sources) == greedy
+    assert translator.translate(sources, min_length_ratio=0.8) == model.translate(
+        sources, min_length_ratio=0.8)
 
 
 def test_quantized_tflite_is_small_and_keeps_bleu(exports, test_pairs, sources):
