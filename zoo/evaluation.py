@@ -70,10 +70,14 @@ def chrf(hypotheses, references):
     return {"score": round(score.score, 2), "signature": str(metric.get_signature())}
 
 
+def _percent(count, total):
+    return round(100 * count / max(total, 1), 2)
+
+
 def exact_match(hypotheses, references):
     """Percentage of outputs identical to their reference (the teaching tasks' metric)."""
     correct = sum(h == r for h, r in zip(hypotheses, references, strict=True))
-    return {"score": round(100 * correct / max(len(references), 1), 2), "correct": correct,
+    return {"score": _percent(correct, len(references)), "correct": correct,
             "examples": len(references)}
 
 
@@ -81,7 +85,7 @@ def unknown_outputs(hypotheses):
     """How many outputs have an ``[UNK]`` hole: what a reader sees first, and BLEU hides."""
     count = sum(OOV in hypothesis for hypothesis in hypotheses)
     return {"count": count, "examples": len(hypotheses),
-            "percent": round(100 * count / max(len(hypotheses), 1), 2)}
+            "percent": _percent(count, len(hypotheses))}
 
 
 def made_up_words(hypotheses, known_words, language):
@@ -93,12 +97,8 @@ def made_up_words(hypotheses, known_words, language):
                 for hypothesis in hypotheses]
     count = sum(bool(words) for words in invented)
     return {"count": count, "examples": len(hypotheses),
-            "percent": round(100 * count / max(len(hypotheses), 1), 2),
+            "percent": _percent(count, len(hypotheses)),
             "words": sorted({word for words in invented for word in words})[:50]}
-
-
-def _percent(count, total):
-    return round(100 * count / max(total, 1), 2)
 
 
 def _words(text, language):

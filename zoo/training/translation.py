@@ -178,7 +178,6 @@ SEARCH_DEFAULT_CANDIDATES = (
     {"no_repeat_ngram_size": 3, "min_length_ratio": 0.5, "coverage_penalty": 0.2})
 # Sentences of each real-text validation set the defaults are tried on (``spread_sample``).
 RULES_SAMPLE = 300
-_RULES_OFF = {"no_repeat_ngram_size": 0, "min_length_ratio": 0, "max_length_ratio": 0}
 
 
 def spread_sample(sources, references, count):
@@ -207,15 +206,15 @@ def choose_search_defaults(model, textbook, real_text, metric="bleu", beam_size=
     language = model.target_language
     sources = [s for pairs in real_text.values() for s in pairs[0]]
     references = [r for pairs in real_text.values() for r in pairs[1]]
+
+    def translated(texts):
+        return model.translate(texts, beam_size=beam_size, check_outputs=False)
+
     results = []
     for candidate in candidates:
         if candidate.get("coverage_penalty") and not model.has_attention:
             continue
         _set_search_defaults(model, candidate)  # the candidate alone, whatever was set before
-
-        def translated(texts):
-            return model.translate(texts, beam_size=beam_size, check_outputs=False)
-
         hypotheses = translated(sources)
         result = {"options": candidate,
                   "chrf": evaluation.chrf(hypotheses, references)["score"],
@@ -703,10 +702,10 @@ def preset_splits(name_or_directory, data_dir=None):
 
 
 def retune_decoding(directory, data_dir=None, printer=print):
-    """Re-choose the length penalty (and the default output rules) of a trained preset on
-    its validation split and
-    re-score its test split (after a change in decoding); the weights (their very
-    bytes) and the training record stay as they are."""
+    """Re-choose the length penalty and the search defaults of a trained preset on
+    validation (``TranslationTask.choose_decoding``) and re-score its test split (after a
+    change in decoding); the weights (their very bytes) and the training record stay as
+    they are."""
     task = preset_task(directory, data_dir, printer)
     splits = task.evaluation_splits()
     metadata = presets.describe(directory)
