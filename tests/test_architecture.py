@@ -34,7 +34,7 @@ FLOORS = (
 # A unit may import every unit of the floors below its own; of its own floor, only these.
 SAME_FLOOR = {
     "zoo.models": ("zoo.inspection", "zoo.presets"),
-    "zoo": ("zoo.presets",),
+    "zoo": ("zoo.models", "zoo.presets"),
     "zoo.demo": ("zoo.plots",),
     "zoo.experiments": ("zoo.experiment", "zoo.plots"),
     "zoo.cli": ("zoo.benchmark", "zoo.demo", "zoo.experiment", "zoo.file_translation",
@@ -43,11 +43,7 @@ SAME_FLOOR = {
 }
 # Imports today's code makes against the rules, each with why and what will end it; a new
 # one fails the test, and so does one listed here that no longer happens.
-KNOWN_EXCEPTIONS = {
-    ("zoo.presets", "zoo.models"): "`presets.load` imports the model classes to register them "
-                                   "with Keras, while the models import `presets.FromPreset`: "
-                                   "issue 40's preset base class on the models ends the circle",
-}
+KNOWN_EXCEPTIONS = {}
 
 FLOOR_OF = {unit: index for index, (_, units) in enumerate(FLOORS) for unit in units}
 
@@ -121,6 +117,8 @@ def rules_text():
         own = "; ".join(f"`{unit}` → {names(SAME_FLOOR[unit])}"
                         for unit in units if unit in SAME_FLOOR)
         lines.append(f"| {index + 1}. {floor} | {names(units)} | {own or 'none'} |")
+    if not KNOWN_EXCEPTIONS:
+        return "\n".join([*lines, "", "Known exceptions: none."])
     lines += ["", "Known exceptions, to be removed:", ""]
     lines += [f"- `{importer}` imports `{imported}`: {reason}."
               for (importer, imported), reason in KNOWN_EXCEPTIONS.items()]

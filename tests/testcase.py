@@ -15,6 +15,7 @@ and so on.
 import keras
 import numpy as np
 
+import zoo
 from zoo import presets
 
 
@@ -106,10 +107,10 @@ def run_serialization_test(layer, call, model, model_inputs, path, atol=1e-6):
 
 
 def run_preset_test(directory, model, call, atol):
-    """The preset in ``directory``, saved from ``model``, loads (``zoo.presets.load``) as a
+    """The preset in ``directory``, saved from ``model``, loads (``zoo.load``) as a
     model computing what ``model`` computes: ``call(loaded)`` against ``call(model)``.
     Returns the loaded model."""
-    loaded = presets.load(directory)
+    loaded = zoo.load(directory)
     assert_same_outputs(call(loaded), call(model), atol)
     return loaded
 

@@ -18,7 +18,15 @@ from zoo import _startup
 
 _startup.quiet_first_tensorflow_import()
 
-from zoo.presets import PresetError, describe, list_models, load  # noqa: E402
+from zoo.presets import PresetError, describe, list_models  # noqa: E402
+
+
+def load(name_or_directory):
+    """Load a preset (a name, as ``list_models()`` gives it, or a preset folder), or a
+    ``.keras`` file, as a built Keras model with its weights and text pipeline."""
+    from zoo.models import preset_model
+
+    return preset_model.load(name_or_directory)
 
 try:  # the installed distribution's version, as pip reports it
     __version__ = metadata.version("keras-sequence-zoo")

@@ -28,6 +28,7 @@ import plotly.graph_objects as go  # noqa: E402
 
 import zoo  # noqa: E402
 from zoo import inspection, plots  # noqa: E402
+from zoo.models import preset_model  # noqa: E402
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 7860
 TEACHING_TASKS = ("date_normalization", "addition")
@@ -92,13 +93,13 @@ def loaded(name):
 
 
 def presets_by_panel():
-    """The preset names of each panel of the page, by the task their metadata names."""
-    panels = {"translation": [], "teaching": [], "language_modeling": [], "classification": []}
+    """The preset names of each panel of the page: one panel per kind of model
+    (``zoo.models.KINDS``), and the teaching tasks, translators of generated text, apart."""
+    panels = {panel: [] for panel in PANELS}
     for name in zoo.list_models():
-        task = zoo.describe(name).get("task")
-        panel = "teaching" if task in TEACHING_TASKS else task
-        if panel in panels:
-            panels[panel].append(name)
+        kind = preset_model.preset_kind(name)
+        teaching = kind == "translation" and zoo.describe(name).get("task") in TEACHING_TASKS
+        panels["teaching" if teaching else kind].append(name)
     return panels
 
 
@@ -265,8 +266,8 @@ def inspected_excerpt(text, most=INSPECTED_CHARACTERS):
 
 def step_title(name, layer):
     """The x axis title of a layer of preset ``name``: what it reads at each step."""
-    reads = {"language_modeling": "character", "classification": "word"}
-    return STEP_TITLES[reads.get(zoo.describe(name).get("task"), layer.split("/")[0])]
+    reads = {"language_model": "character", "classifier": "word"}
+    return STEP_TITLES[reads.get(preset_model.preset_kind(name), layer.split("/")[0])]
 
 
 @showing_bad_input(cleared=(None, gr.update(), gr.update(), None))
@@ -418,8 +419,8 @@ def classifier_panel(names):
 PANELS = {
     "translation": ("Translate", translation_panel),
     "teaching": ("Teaching tasks", teaching_panel),
-    "language_modeling": ("Language models", language_model_panel),
-    "classification": ("Classifier", classifier_panel),
+    "language_model": ("Language models", language_model_panel),
+    "classifier": ("Classifier", classifier_panel),
 }
 
 

@@ -9,14 +9,15 @@ A preset directory holds
                         the sha256 of every other file
     README.md           the model card
 
-Loading never executes code from the directory: the config is deserialized with
-Keras safe mode on (no ``Lambda`` layers, only registered classes), checksums are
-verified before anything is read, and nothing is unpickled. ``load`` also reads a
-``.keras`` file (``model.save("x.keras")``) the same way, except that such a file
-carries no checksums.
+This module is the format: where presets are, their files, checksums and limits, and
+saving one atomically. Loading builds a model (``zoo.load``, which is
+``zoo.models.preset_model.load``) and never executes code from the directory:
+``read_verified`` checks every checksum and the config's sizes before anything is
+built, the config is deserialized with Keras safe mode on (no ``Lambda`` layers, only
+registered classes), and nothing is unpickled. A ``.keras`` file
+(``model.save("x.keras")``) loads the same way, except that it carries no checksums.
 """
 
-import contextlib
 import hashlib
 import json
 import os
@@ -187,73 +188,23 @@ def verify(directory, metadata):
             )
 
 
-def load(name_or_directory):
-    """Load a preset (by name or directory), or a ``.keras`` file, as a built Keras model
-    with its weights."""
-    if str(name_or_directory).endswith(".keras"):
-        return load_keras_file(name_or_directory)
+def read_verified(name_or_directory):
+    """A preset's folder, metadata and config, every file's checksum verified and the
+    config's sizes checked: all that is read before a model is built
+    (``zoo.models.preset_model.load`` builds it)."""
     directory = resolve(name_or_directory)
     metadata = _read_metadata(directory)
     verify(directory, metadata)
     config = _read_json((directory / CONFIG_FILE).read_bytes(), directory / CONFIG_FILE)
     check_config_sizes(config, directory / CONFIG_FILE)
-    model = deserialize_safely(config, source=directory / CONFIG_FILE)
-    assets = directory / ASSETS_DIR
-    if hasattr(model, "load_assets") and assets.is_dir():
-        model.load_assets(str(assets))
-    _load_weights(model, directory / WEIGHTS_FILE)
-    model.preset_metadata = metadata
-    return model
+    return directory, metadata, config
 
 
-class FromPreset:
-    """``from_preset``, as keras-hub's models have it: ``AttentionSeq2Seq.from_preset(NAME)``
-    is ``zoo.load(NAME)`` for a preset that holds an ``AttentionSeq2Seq`` (or a subclass),
-    and a clear error for a preset of another class. The zoo's model classes inherit it."""
-
-    @classmethod
-    def from_preset(cls, preset):
-        """Load ``preset`` (a name, as ``zoo list`` shows, or a preset folder)."""
-        model = load(preset)
-        if not isinstance(model, cls):
-            held = type(model).__name__
-            fitting = [name for name in list_models() if _model_class_name(name) in
-                       {klass.__name__ for klass in _with_subclasses(cls)}]
-            raise PresetError(
-                f"{cls.__name__}.from_preset({str(preset)!r}): that preset holds a model of "
-                f"class {held}, not {cls.__name__}; load it with {held}.from_preset or zoo.load. "
-                f"{cls.__name__} presets: {', '.join(fitting) or 'none'}."
-            )
-        return model
-
-
-def _model_class_name(name):
-    """The class a shipped preset's config.json builds (its registered name is ``zoo>NAME``)."""
-    config = json.loads((resolve(name) / CONFIG_FILE).read_text(encoding="utf-8"))
-    return str(config.get("registered_name") or config.get("class_name")).rpartition(">")[2]
-
-
-def _with_subclasses(cls):
-    return [cls, *(sub for child in cls.__subclasses__() for sub in _with_subclasses(child))]
-
-
-def deserialize_safely(config, source):
-    """Rebuild a model from its config with Keras safe mode, with clear errors."""
-    import keras
-
-    with _refusing_unsafe_configs(source):
-        return keras.saving.deserialize_keras_object(config, safe_mode=True)
-
-
-def load_keras_file(path):
-    """A model saved with ``model.save("x.keras")``, read with Keras safe mode on.
-
-    Its config gets the checks a preset's gets; the file has no checksums to verify
-    (a preset has: prefer ``zoo.presets.save`` for files that travel).
-    """
+def check_keras_file(path):
+    """The checks a ``.keras`` file (``model.save("x.keras")``) gets before Keras reads
+    it: a zip archive, with a config whose sizes are in bounds. It has no checksums to
+    verify (a preset has: prefer ``zoo.presets.save`` for files that travel)."""
     import zipfile
-
-    import keras
 
     path = Path(path)
     if not path.is_file():
@@ -266,42 +217,12 @@ def load_keras_file(path):
             raise PresetError(f"{path} holds no {CONFIG_FILE}: it is not a Keras model file.")
         source = f"{path} ({CONFIG_FILE})"
         check_config_sizes(_read_json(archive.read(CONFIG_FILE), source), source)
-    with _refusing_unsafe_configs(path):
-        return keras.saving.load_model(path, safe_mode=True)
 
 
-@contextlib.contextmanager
-def _refusing_unsafe_configs(source):
-    """Keras' deserialization errors as one-line ``PresetError``s that say what was refused."""
-    import zoo.layers  # noqa: F401  (importing registers the zoo classes with Keras)
-    import zoo.models  # noqa: F401
-
-    try:
-        yield
-    except (TypeError, ValueError) as error:
-        message = str(error)
-        if "Lambda" in message or "safe_mode" in message:
-            raise PresetError(
-                f"{source} contains a Lambda layer (arbitrary Python code); zoo loads "
-                "with Keras safe mode on and refuses it."
-            ) from None
-        if "Could not locate" in message or "Unknown" in message:
-            raise PresetError(
-                f"{source} refers to a class that is not registered with Keras "
-                f"(only keras.* and zoo.* classes load): {message.splitlines()[0]}"
-            ) from None
-        raise PresetError(f"{source} cannot be deserialized: {message.splitlines()[0]}") from None
-
-
-def _load_weights(model, path):
-    try:
-        model.load_weights(path)
-    except (OSError, ValueError, KeyError) as error:
-        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise PresetError(
-            f"Cannot read the weights in {path}: the file is truncated, corrupt or does "
-            f"not match the model's config ({first_line})."
-        ) from None
+def model_class_name(name):
+    """The class a shipped preset's config.json builds (its registered name is ``zoo>NAME``)."""
+    config = json.loads((resolve(name) / CONFIG_FILE).read_text(encoding="utf-8"))
+    return str(config.get("registered_name") or config.get("class_name")).rpartition(">")[2]
 
 
 def save(model, directory, metadata=None, card=None, weights_dtype="float32"):

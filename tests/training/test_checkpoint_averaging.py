@@ -173,7 +173,7 @@ def _train(tmp_path, text_file, monkeypatch, average_validates, **changes):
 
 
 def _shipped_weights(out):
-    return presets.load(out).get_weights()
+    return zoo.load(out).get_weights()
 
 
 def test_the_average_of_the_last_epochs_ships_when_it_validates_better(tmp_path, text_file,

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import MODELS, SOURCES, TARGETS, tiny_translator
+import zoo
 from zoo import presets
 from zoo.text import TranslationPreprocessor, Vocabulary
 from zoo.training import alignment, recipes
@@ -232,6 +233,6 @@ def test_zoo_train_fine_tunes_a_preset_with_guided_alignment(toy_preset, tmp_pat
     metadata = presets.describe(out)
     assert metadata["training"]["initial_preset"]["name"] == str(toy_preset)
     assert metadata["training"]["recipe"]["guided_alignment"] == {"weight": 1.0}
-    toy = presets.load(toy_preset).preprocessor
-    assert presets.load(out).preprocessor.source_vocabulary.tokens == toy.source_vocabulary.tokens
+    toy = zoo.load(toy_preset).preprocessor
+    assert zoo.load(out).preprocessor.source_vocabulary.tokens == toy.source_vocabulary.tokens
     assert "attention_on_punctuation" in metadata["test"]["greedy"]

@@ -22,20 +22,23 @@ FORMATS = {
     "tflite": ("zoo.export.tflite", "export_tflite"),
 }
 QUANTIZATIONS = ("float16", "dynamic")
-# The "format" field of NAME.json, one per kind of model.
-TFLITE_CONFIG_FORMAT = "zoo-tflite-translator/1"
-TFLITE_LANGUAGE_MODEL_FORMAT = "zoo-tflite-language-model/1"
-TFLITE_CLASSIFIER_FORMAT = "zoo-tflite-classifier/1"
+# Each kind of model (``zoo.models.KINDS``): the "format" field of its TFLite NAME.json,
+# and the LiteRT runner that reads it (``zoo.export.runner``).
+TFLITE_FORMATS = {"translation": "zoo-tflite-translator/1",
+                  "language_model": "zoo-tflite-language-model/1",
+                  "classifier": "zoo-tflite-classifier/1"}
+RUNNERS = {"translation": "TFLiteTranslator", "language_model": "TFLiteLanguageModel",
+           "classifier": "TFLiteClassifier"}
 
 
 def model_kind(model):
-    """``"translation"``, ``"language_model"`` or ``"classifier"``: what each exporter writes."""
-    for method, kind in (("translate", "translation"), ("generate", "language_model"),
-                         ("classify", "classifier")):
-        if hasattr(model, method):
-            return kind
-    raise ValueError(f"{type(model).__name__} cannot be exported: zoo exports translation "
-                     "models, language models and classifiers.")
+    """The model's ``kind`` (``zoo.models.KINDS``): what each exporter writes."""
+    from zoo.models import PresetModel
+
+    if not isinstance(model, PresetModel):
+        raise ValueError(f"{type(model).__name__} cannot be exported: zoo exports translation "
+                         "models, language models and classifiers.")
+    return model.kind
 
 
 def export(model, format, directory, name=None, **options):
@@ -67,7 +70,7 @@ def export(model, format, directory, name=None, **options):
 
 
 def __getattr__(name):
-    if name in ("TFLiteTranslator", "TFLiteLanguageModel", "TFLiteClassifier"):
+    if name in RUNNERS.values():
         from zoo.export import runner
 
         return getattr(runner, name)

@@ -5,15 +5,15 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.export import (TFLITE_CLASSIFIER_FORMAT, TFLITE_CONFIG_FORMAT,
-                        TFLITE_LANGUAGE_MODEL_FORMAT)
+from zoo.export import TFLITE_FORMATS
 from zoo.text import codec
 from zoo.text.preprocessor import (CharacterPreprocessor, ClassifierPreprocessor,
                                    TranslationPreprocessor)
 
 
-def _open(path, expected_format, num_threads):
-    """``(config, interpreter)`` for ``path`` and the ``.json`` beside it."""
+def _open(path, kind, num_threads):
+    """``(config, interpreter)`` for ``path`` and the ``.json`` beside it, which must be
+    the config of a model of ``kind``."""
     from ai_edge_litert.interpreter import Interpreter
 
     path = Path(path)
@@ -25,6 +25,7 @@ def _open(path, expected_format, num_threads):
             + ", ".join(str(p) for p in (path, config_path) if not p.is_file())
         )
     config = json.loads(config_path.read_text(encoding="utf-8"))
+    expected_format = TFLITE_FORMATS[kind]
     if config.get("format") != expected_format:
         raise ValueError(
             f"{config_path} is not the config of this kind of zoo TFLite model "
@@ -43,8 +44,10 @@ class TFLiteTranslator:
     with (the ``beam`` signature). One sentence per call: the model is batch 1.
     """
 
+    kind = "translation"
+
     def __init__(self, path, num_threads=None):
-        self.config, self.interpreter = _open(path, TFLITE_CONFIG_FORMAT, num_threads)
+        self.config, self.interpreter = _open(path, self.kind, num_threads)
         self.preprocessor = TranslationPreprocessor.from_runner_config(self.config)
         self.beam_size = self.config["beam_size"]
         self._runners = {
@@ -143,8 +146,10 @@ class TFLiteLanguageModel:
     ``KERAS_BACKEND=numpy`` is enough.
     """
 
+    kind = "language_model"
+
     def __init__(self, path, num_threads=None):
-        self.config, self.interpreter = _open(path, TFLITE_LANGUAGE_MODEL_FORMAT, num_threads)
+        self.config, self.interpreter = _open(path, self.kind, num_threads)
         self.preprocessor = CharacterPreprocessor(self.config["characters"])
         self._step = self.interpreter.get_signature_runner("step")
 
@@ -179,8 +184,10 @@ class TFLiteLanguageModel:
 class TFLiteClassifier:
     """``TFLiteClassifier("DIR/NAME.tflite").classify(texts) -> [{"label", "probability"}]``."""
 
+    kind = "classifier"
+
     def __init__(self, path, num_threads=None):
-        self.config, self.interpreter = _open(path, TFLITE_CLASSIFIER_FORMAT, num_threads)
+        self.config, self.interpreter = _open(path, self.kind, num_threads)
         self.preprocessor = ClassifierPreprocessor.from_runner_config(self.config)
         self.labels = self.config["labels"]
         self._classify = self.interpreter.get_signature_runner("classify")

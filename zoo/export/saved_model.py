@@ -141,7 +141,7 @@ def _translation_endpoints(model):
     ``translate_n_best(texts, beam_size, num_hypotheses) -> {"translations": string[B, n],
     "scores": float32[B, n]}``, ``translate_sample``, ``translate_with_rules`` and
     ``translate_with_prefix``."""
-    codec = model._require_preprocessor().graph()
+    codec = model.require_preprocessor().graph()
     (serving_default, translate_beam, translate_n_best, translate_sample, translate_with_rules,
      translate_with_prefix) = _serving_functions(model, codec)
     texts = tf.TensorSpec([None], tf.string, name="texts")
@@ -167,7 +167,7 @@ def _translation_endpoints(model):
 def _language_model_endpoints(model):
     """``serving_default(prompt, length, temperature, seed, top_k, top_p) -> {"text"}``
     (the continuation)."""
-    characters = model._require_preprocessor().characters
+    characters = model.require_preprocessor().characters
     table = lookup_table(characters, -1)
     characters = tf.constant(characters)
 
@@ -193,7 +193,7 @@ def _language_model_endpoints(model):
 
 def _classifier_endpoints(model):
     """``serving_default(texts) -> {"labels": string[B], "probabilities": float[B, labels]}``."""
-    codec = model._require_preprocessor().graph()
+    codec = model.require_preprocessor().graph()
     labels = tf.constant(model.labels)
 
     def classify(texts):

@@ -36,8 +36,7 @@ import tensorflow as tf
 from tensorflow.python.framework import convert_to_constants
 
 from zoo._startup import CONVERSION_NOISE, native_stderr_without
-from zoo.export import (QUANTIZATIONS, TFLITE_CLASSIFIER_FORMAT, TFLITE_CONFIG_FORMAT,
-                        TFLITE_LANGUAGE_MODEL_FORMAT, model_kind)
+from zoo.export import QUANTIZATIONS, TFLITE_FORMATS, model_kind
 from zoo.export.graph import without_cudnn
 from zoo.text.codec import MAX_BEAM_SIZE, MAX_TEXT_LENGTH
 
@@ -53,7 +52,7 @@ def _frozen(function):
 def _translation_module(model, beam_size):
     """Signatures ``greedy``, ``beam``, ``sample`` and the two ``*_with_rules``: source
     ids in, token ids out (frozen decoders)."""
-    model._require_preprocessor()
+    model.require_preprocessor()
     source_ids = tf.TensorSpec([1, None], tf.int32, name="source_ids")
     sampling = [tf.TensorSpec([model.max_output_length], tf.float32, name="uniforms"),
                 tf.TensorSpec([], tf.float32, name="temperature"),
@@ -159,24 +158,24 @@ def convert(model, beam_size=5, quantize=None):
 def runner_config(model, beam_size, quantize):
     """Everything besides the flatbuffer that a runner needs (written as NAME.json)."""
     kind = model_kind(model)
-    if kind == "language_model":
-        return {
-            "format": TFLITE_LANGUAGE_MODEL_FORMAT,
-            "quantize": quantize,
-            "max_text_length": MAX_TEXT_LENGTH,
-            "states": [model.num_layers * model.states_per_layer, 1, model.units],
-            **model._require_preprocessor().runner_config(),
-        }
-    if kind == "classifier":
-        return {
-            "format": TFLITE_CLASSIFIER_FORMAT,
-            "quantize": quantize,
-            "max_text_length": MAX_TEXT_LENGTH,
-            "labels": model.labels,
-            **model._require_preprocessor().runner_config(),
-        }
+    return {"format": TFLITE_FORMATS[kind], **_RUNNER_CONFIGS[kind](model, beam_size, quantize),
+            **model.require_preprocessor().runner_config()}
+
+
+def _language_model_runner_config(model, beam_size, quantize):
     return {
-        "format": TFLITE_CONFIG_FORMAT,
+        "quantize": quantize,
+        "max_text_length": MAX_TEXT_LENGTH,
+        "states": [model.num_layers * model.states_per_layer, 1, model.units],
+    }
+
+
+def _classifier_runner_config(model, beam_size, quantize):
+    return {"quantize": quantize, "max_text_length": MAX_TEXT_LENGTH, "labels": model.labels}
+
+
+def _translation_runner_config(model, beam_size, quantize):
+    return {
         "max_output_length": model.max_output_length,
         "beam_size": beam_size,
         # The preset's defaults, compiled into greedy, beam and sample; a runner passes
@@ -191,8 +190,12 @@ def runner_config(model, beam_size, quantize):
                        "beam_with_rules": "beam_with_rules",
                        "rules_inputs": ["no_repeat_ngram_size", "min_length_ratio",
                                         "max_length_ratio"]},
-        **model._require_preprocessor().runner_config(),
     }
+
+
+_RUNNER_CONFIGS = {"translation": _translation_runner_config,
+                   "language_model": _language_model_runner_config,
+                   "classifier": _classifier_runner_config}
 
 
 def export_tflite(model, directory, name, quantize=None, beam_size=5):

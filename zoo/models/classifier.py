@@ -13,14 +13,15 @@ import numpy as np
 from keras import ops
 
 import zoo.layers
-from zoo import backend, inspection, presets
+from zoo import backend, inspection
+from zoo.models.preset_model import PresetModel
 from zoo.text import codec, tokenizers
 from zoo.text.preprocessor import ClassifierPreprocessor
 from zoo.text.vocabulary import PAD_ID
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class TextClassifier(presets.FromPreset, keras.Model):
+class TextClassifier(PresetModel):
     """A bidirectional-LSTM text classifier.
 
     Args:
@@ -36,6 +37,9 @@ class TextClassifier(presets.FromPreset, keras.Model):
     Call: ``model(ids [B, T])`` gives logits ``[B, labels]``.
     """
 
+    kind = "classifier"
+    preprocessor_class = ClassifierPreprocessor
+
     def __init__(self, vocabulary_size, labels=("negative", "positive"), language="en_ptb",
                  lowercase=True, embedding_dim=128, units=128, dropout=0.5, max_length=128,
                  **kwargs):
@@ -49,7 +53,6 @@ class TextClassifier(presets.FromPreset, keras.Model):
         self.units = units
         self.dropout_rate = dropout
         self.max_length = max_length
-        self.preprocessor = None
         self.embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")
         self.encoder = keras.layers.Bidirectional(
             zoo.layers.LSTM(units, return_sequences=True), name="encoder")
@@ -85,26 +88,14 @@ class TextClassifier(presets.FromPreset, keras.Model):
         return model
 
     # -- the text pipeline (preset assets) ----------------------------------------------------
-    def set_preprocessor(self, preprocessor):
-        """Attach the ``zoo.text.ClassifierPreprocessor`` the embedding was built for."""
+    def check_preprocessor(self, preprocessor):
         if len(preprocessor.vocabulary) != self.vocabulary_size:
             raise ValueError(f"The vocabulary has {len(preprocessor.vocabulary)} tokens but the "
                              f"model was built for {self.vocabulary_size}.")
-        self.preprocessor = preprocessor
 
-    def save_assets(self, directory):
-        self._require_preprocessor().save(directory)
-
-    def load_assets(self, directory):
-        self.set_preprocessor(ClassifierPreprocessor.load(
-            directory, language=self.language, lowercase=self.lowercase,
-            max_length=self.max_length))
-
-    def _require_preprocessor(self):
-        if self.preprocessor is None:
-            raise ValueError("This model has no vocabulary; call set_preprocessor() or load a "
-                             "preset.")
-        return self.preprocessor
+    def preprocessor_options(self):
+        return {"language": self.language, "lowercase": self.lowercase,
+                "max_length": self.max_length}
 
     # -- the network ----------------------------------------------------------------------------
     def call(self, ids, training=False):
@@ -135,7 +126,7 @@ class TextClassifier(presets.FromPreset, keras.Model):
                 lambda ids: ops.softmax(self(ids), axis=-1), self.variables))
         rows = [np.zeros((0, len(self.labels)), np.float32)]
         for start in range(0, len(texts), batch_size):
-            ids = self._require_preprocessor().encode(texts[start : start + batch_size])
+            ids = self.require_preprocessor().encode(texts[start : start + batch_size])
             rows.append(self._predict_function(np.asarray(ids, np.int32)))
         return np.concatenate(rows)
 
@@ -155,7 +146,7 @@ class TextClassifier(presets.FromPreset, keras.Model):
                 words (empty, blank).
         """
         text = inspection.checked_text(text)
-        preprocessor = self._require_preprocessor()
+        preprocessor = self.require_preprocessor()
         words = inspection.require_tokens(text, preprocessor.words(text))
         ids = preprocessor.vocabulary.encode(words)
         records = inspection.compiled(self, self._inspected_steps)(np.asarray([ids], np.int32))

@@ -19,8 +19,9 @@ import numpy as np
 from keras import ops
 
 import zoo.layers
-from zoo import backend, decoding, inspection, presets
+from zoo import backend, decoding, inspection
 from zoo.models.special_ids import SPECIAL_IDS
+from zoo.models.preset_model import PresetModel
 from zoo.text import codec
 from zoo.text.preprocessor import CharacterPreprocessor
 SEQUENCE_LAYERS = {"rnn": zoo.layers.SimpleRNN, "lstm": zoo.layers.LSTM, "gru": zoo.layers.GRU}
@@ -39,7 +40,7 @@ def generation_strategy(temperature, seed, top_k, top_p):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class CharLanguageModel(presets.FromPreset, keras.Model):
+class CharLanguageModel(PresetModel):
     """A character-level recurrent language model.
 
     Args:
@@ -58,6 +59,10 @@ class CharLanguageModel(presets.FromPreset, keras.Model):
     at every position.
     """
 
+    kind = "language_model"
+    preprocessor_class = CharacterPreprocessor
+    preprocessor_holds = "characters"
+
     def __init__(self, vocabulary_size, cell="lstm", embedding_dim=64, units=512, num_layers=1,
                  dropout=0.0, recurrent_dropout=0.0, **kwargs):
         super().__init__(**kwargs)
@@ -70,7 +75,6 @@ class CharLanguageModel(presets.FromPreset, keras.Model):
         self.num_layers = num_layers
         self.dropout_rate = dropout
         self.recurrent_dropout = recurrent_dropout
-        self.preprocessor = None
         self.embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, name="embedding")
         self.recurrent_layers = [
             SEQUENCE_LAYERS[cell](units, return_sequences=True, return_state=True,
@@ -114,26 +118,12 @@ class CharLanguageModel(presets.FromPreset, keras.Model):
         return model
 
     # -- the text pipeline (preset assets) ----------------------------------------------------
-    def set_preprocessor(self, preprocessor):
-        """Attach the ``zoo.text.CharacterPreprocessor`` the embedding was built for."""
+    def check_preprocessor(self, preprocessor):
         if len(preprocessor) != self.vocabulary_size:
             raise ValueError(
                 f"The model was built for {self.vocabulary_size} distinct characters; "
                 f"received {len(preprocessor)}."
             )
-        self.preprocessor = preprocessor
-
-    def save_assets(self, directory):
-        self._require_preprocessor().save(directory)
-
-    def load_assets(self, directory):
-        self.set_preprocessor(CharacterPreprocessor.load(directory))
-
-    def _require_preprocessor(self):
-        if self.preprocessor is None:
-            raise ValueError("This model has no characters; call set_preprocessor() or load a "
-                             "preset.")
-        return self.preprocessor
 
     # -- the network ----------------------------------------------------------------------------
     def zero_states(self, batch_size):
@@ -169,7 +159,7 @@ class CharLanguageModel(presets.FromPreset, keras.Model):
     # -- scoring -----------------------------------------------------------------------------------
     def nats_per_char(self, text, chunk_length=1024):
         """Mean ``-ln P(x_t | x_<t)`` over ``text[1:]``, read in one pass (state carried)."""
-        ids = np.asarray(self._require_preprocessor().encode(text), np.int32)
+        ids = np.asarray(self.require_preprocessor().encode(text), np.int32)
         if len(ids) < 2:
             raise ValueError(f"Scoring needs at least 2 characters; received {len(ids)}.")
         score = self._function("score", self._score_chunk)
@@ -200,7 +190,7 @@ class CharLanguageModel(presets.FromPreset, keras.Model):
                 has characters the model was not trained on.
         """
         text = inspection.checked_text(text)
-        ids = inspection.require_tokens(text, self._require_preprocessor().encode(text))
+        ids = inspection.require_tokens(text, self.require_preprocessor().encode(text))
         records = inspection.compiled(self, self._inspected_steps)(np.asarray([ids], np.int32))
         return {"tokens": list(text),
                 "layers": [inspection.trace(layer.cell, record, layer.name)
@@ -220,7 +210,7 @@ class CharLanguageModel(presets.FromPreset, keras.Model):
         loop of ``generate_ids``, driven from Python (``decoding.decode_stepwise``)."""
         length, temperature, seed = codec.check_generation_arguments(length, temperature, seed)
         top_k, top_p = codec.check_sampling_filters(top_k, top_p)
-        preprocessor = self._require_preprocessor()
+        preprocessor = self.require_preprocessor()
         prompt_ids = np.asarray([preprocessor.encode(codec.prompt_text(prompt))], np.int32)
         logits, states = self._function("prime", self._prime)(prompt_ids)
         strategy = generation_strategy(temperature, seed, top_k, top_p)

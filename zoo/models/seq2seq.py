@@ -23,8 +23,9 @@ from keras.src import backend
 
 import zoo.layers
 from zoo import backend as zoo_backend
-from zoo import decoding, inspection, presets
+from zoo import decoding, inspection
 from zoo.models.special_ids import SPECIAL_IDS
+from zoo.models.preset_model import PresetModel
 from zoo.text import codec, tokenizers
 from zoo.text.preprocessor import TranslationPreprocessor
 from zoo.text.vocabulary import PAD_ID, START, START_ID, pad_batch
@@ -86,7 +87,7 @@ def _pad_for_compilation(source_ids):
     return np.pad(source_ids, ((0, 0), (0, width - source_ids.shape[1])))
 
 
-class Seq2Seq(presets.FromPreset, keras.Model):
+class Seq2Seq(PresetModel):
     """Shared machinery of the translation models (not used directly).
 
     Args:
@@ -109,6 +110,10 @@ class Seq2Seq(presets.FromPreset, keras.Model):
             ``max_length_ratio``; a preset's are chosen on validation).
     """
 
+    kind = "translation"
+    preprocessor_class = TranslationPreprocessor
+    preprocessor_holds = "vocabularies"
+
     def __init__(self, source_language, target_language, source_vocabulary_size,
                  target_vocabulary_size, embedding_dim=256, units=256, dropout=0.2,
                  max_source_length=64, max_output_length=64, length_penalty=0.6,
@@ -128,7 +133,6 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         self.length_penalty = length_penalty
         self.coverage_penalty = coverage_penalty
         self.output_rules = output_rules or {}
-        self.preprocessor = None
 
         self.source_embedding = keras.layers.Embedding(
             source_vocabulary_size, embedding_dim, mask_zero=True, name="source_embedding"
@@ -181,9 +185,7 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         return model
 
     # -- the text pipeline (preset assets) -------------------------------------------
-    def set_preprocessor(self, preprocessor):
-        """Attach the ``zoo.text.TranslationPreprocessor`` whose vocabularies the
-        embeddings were built for."""
+    def check_preprocessor(self, preprocessor):
         for name, vocabulary, size in (
             ("source", preprocessor.source_vocabulary, self.source_vocabulary_size),
             ("target", preprocessor.target_vocabulary, self.target_vocabulary_size),
@@ -193,22 +195,10 @@ class Seq2Seq(presets.FromPreset, keras.Model):
                     f"The {name} vocabulary has {len(vocabulary)} tokens but the model was "
                     f"built for {size}."
                 )
-        self.preprocessor = preprocessor
 
-    def save_assets(self, directory):
-        self._require_preprocessor().save(directory)
-
-    def load_assets(self, directory):
-        self.set_preprocessor(TranslationPreprocessor.load(
-            directory, source_language=self.source_language,
-            target_language=self.target_language, max_source_length=self.max_source_length))
-
-    def _require_preprocessor(self):
-        if self.preprocessor is None:
-            raise ValueError(
-                "This model has no vocabularies; call set_preprocessor() or load a preset."
-            )
-        return self.preprocessor
+    def preprocessor_options(self):
+        return {"source_language": self.source_language, "target_language": self.target_language,
+                "max_source_length": self.max_source_length}
 
     # -- the network -----------------------------------------------------------------------
     def logits(self, features, training=False, output_kernel=None):
@@ -423,7 +413,7 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         texts = codec.text_list(texts)
         # max_length None: the model's max_output_length
         codec.check_search_arguments(beam_size, max_length, num_hypotheses, batch_size)
-        preprocessor = self._require_preprocessor()
+        preprocessor = self.require_preprocessor()
         texts = [preprocessor.accepted_source(text, position) for position, text in enumerate(texts)]
         search = self._search(beam_size, max_length or self.max_output_length, return_attention,
                               num_hypotheses, sampling is not None, rules, prefixes is not None)
@@ -538,7 +528,7 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         if len(prefix) != count:
             raise ValueError(f"prefix needs one string per text; received {len(prefix)} for "
                              f"{count} texts.")
-        return self._require_preprocessor().target_rows(prefix)
+        return self.require_preprocessor().target_rows(prefix)
 
     def _n_best(self, texts, beam_size, num_hypotheses, max_length, batch_size,
                 return_attention, attention_level, check_outputs, rules=None, prefixes=None):
@@ -579,7 +569,7 @@ class Seq2Seq(presets.FromPreset, keras.Model):
                              f"sources and {len(targets)} targets.")
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer; received {batch_size!r}.")
-        preprocessor = self._require_preprocessor()
+        preprocessor = self.require_preprocessor()
         sources = [preprocessor.accepted_source(text, position)
                    for position, text in enumerate(sources)]
         scorer = zoo_backend.model_function(self, ("score",), self._target_log_probabilities)
@@ -608,7 +598,7 @@ class Seq2Seq(presets.FromPreset, keras.Model):
         """A ``zoo.text.Alignment`` (source units, produced units, weights
         ``[produced, source]``) for one text, at word or piece level."""
         self._check_attention_level(attention_level)
-        if not self._require_preprocessor().source_pieces(text):
+        if not self.require_preprocessor().source_pieces(text):
             raise ValueError(f"Nothing to align: {text!r} has no tokens.")
         ((_, ids, attention, _),) = self._decode([text], beam_size, max_length, 1, True)
         return self.preprocessor.alignment(text, ids, attention, attention_level)
@@ -634,7 +624,7 @@ class Seq2Seq(presets.FromPreset, keras.Model):
                 the model's input domain, or has no tokens (empty or blank).
         """
         text = inspection.checked_text(text)
-        preprocessor = self._require_preprocessor()
+        preprocessor = self.require_preprocessor()
         source_tokens = inspection.require_tokens(text, preprocessor.source_pieces(text))
         ((_, ids, _, source_row),) = self._decode([text], 1, max_length, 1)
         produced = preprocessor.output_pieces(ids)

@@ -9,6 +9,7 @@ import importlib.metadata
 
 import keras
 
+import zoo
 from zoo import presets
 
 
@@ -82,7 +83,7 @@ def ship(model, out_dir, metadata, score, card):
     """
     weights_dtype = metadata["weights_dtype"]
     directory = presets.save(model, out_dir, metadata=metadata, weights_dtype=weights_dtype)
-    shipped = presets.load(directory)
+    shipped = zoo.load(directory)
     metadata = {**presets.describe(directory), **score(shipped)}
     presets.save(shipped, directory, metadata=metadata, card=card(metadata),
                  weights_dtype=weights_dtype)

@@ -341,7 +341,7 @@ class TranslationTask(Task):
         name = self.recipe.initial_preset
         if name is None:
             return None
-        model = presets.load(name)
+        model = zoo.load(name)
         metadata = model.preset_metadata
         expected = (self.recipe.model, self.recipe.source_language, self.recipe.target_language)
         found = (type(model).__name__, model.source_language, model.target_language)
@@ -709,7 +709,7 @@ def retune_decoding(directory, data_dir=None, printer=print):
     task = preset_task(directory, data_dir, printer)
     splits = task.evaluation_splits()
     metadata = presets.describe(directory)
-    model = presets.load(directory)
+    model = zoo.load(directory)
     metric = metric_of(metadata)
     metadata.update(task.choose_decoding(model, splits, metric))
     metadata["training"]["decoding_retuned"] = {
@@ -730,7 +730,7 @@ def record_behaviour(directory, printer=print):
     directory = presets.resolve(directory)
     metadata = presets.describe(directory)
     corpus = metadata["training"]["recipe"]["corpus"]
-    metadata.update(behaviour_of(presets.load(directory), corpus, printer))
+    metadata.update(behaviour_of(zoo.load(directory), corpus, printer))
     return presets.rewrite_description(directory, metadata, model_card(metadata))
 
 
@@ -885,7 +885,7 @@ def record_attention_on_punctuation(directory, data_dir=None, printer=print):
     measurement existed); the weights are not touched."""
     directory = presets.resolve(directory)
     test_sources, _ = preset_splits(directory, data_dir)["test"]
-    model, metadata = presets.load(directory), presets.describe(directory)
+    model, metadata = zoo.load(directory), presets.describe(directory)
     outputs, attentions = model.translate(test_sources, check_outputs=False,
                                           return_attention=True)
     measured = evaluation.attention_on_punctuation(
