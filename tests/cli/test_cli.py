@@ -80,27 +80,6 @@ def test_late_native_notices_are_filtered_live():
     assert arrived < time.monotonic() - started - 2  # before the command's end, not after
 
 
-@pytest.mark.slow
-def test_layer_benchmark_reports_both_layers_with_ratios():
-    from zoo.benchmark import benchmark_layers
-
-    lines = []
-    results = benchmark_layers(batch=4, steps=3, input_dim=5, units=6, rounds=1, repeats=1,
-                               printer=lines.append)
-    assert [(r["layer"], r["mode"]) for r in results] == [
-        ("LSTM", "inference"), ("LSTM", "training"), ("GRU", "inference"), ("GRU", "training")
-    ]
-    for r in results:
-        assert r["ratio"] == r["keras_seconds"] / r["zoo_seconds"] > 0
-        assert r["matmul_gflops"] > 0
-    assert lines[2].split() == ["layer", "mode", "zoo", "seq/s", "keras", "seq/s", "zoo/keras",
-                                "zoo", "GFLOP/s", "of", "matmul"]
-    # before each layer's rows, the layout of its inference loop (fixed by tests/conftest.py)
-    assert lines[3] == "lstm: inference loop feature_major (ZOO_RNN_LAYOUT)"
-    assert lines[6] == "gru_reset_after: inference loop feature_major (ZOO_RNN_LAYOUT)"
-    assert len(lines) == 9
-
-
 def _zoo(*args, stdin=None):
     return subprocess.run([sys.executable, "-m", "zoo", *map(str, args)], input=stdin,
                           capture_output=True, text=True)
