@@ -175,16 +175,6 @@ def test_remeasuring_prints_each_batchs_ratio_and_replaces_the_kept_choice(monke
     assert json.loads(path.read_text()) == {key: {}}
 
 
-def test_the_remeasure_flag_reaches_the_layers_benchmark():
-    from zoo import cli
-
-    with mock.patch.object(layers, "benchmark_layers", return_value=[]) as benchmark_layers:
-        assert cli.main(["benchmark", "layers", "--remeasure", "--batch", "2"]) == 0
-        assert cli.main(["benchmark", "layers"]) == 0
-    assert benchmark_layers.call_args_list == [mock.call(batch=2, remeasure=True),
-                                     mock.call(remeasure=False)]
-
-
 def test_decoding_benchmark_needs_a_checkout_to_compare_with(tmp_path):
     with pytest.raises(ValueError, match="--baseline must be a checkout of the zoo"):
         decoding.benchmark_decoding("gru_bahdanau_cmn_en", tmp_path)

@@ -4,7 +4,6 @@ import json
 
 from zoo.cli.common import UsageError
 
-
 EXAMPLES = {
     "benchmark": [
         "zoo benchmark layers",

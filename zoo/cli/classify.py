@@ -4,7 +4,6 @@ import sys
 
 from zoo.cli.common import load_for
 
-
 EXAMPLES = {
     "classify": [
         'zoo classify bilstm_sst2 "a charming, funny film" "I didn\'t like it."',

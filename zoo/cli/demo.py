@@ -2,7 +2,6 @@
 
 from zoo.cli.common import UsageError
 
-
 EXAMPLES = {
     "demo": ["zoo demo", "zoo demo --port 8080"],
 }

@@ -5,7 +5,6 @@ import sys
 
 from zoo.cli.common import UsageError, check_search_options, load_for, load_translator
 
-
 EXAMPLES = {
     "evaluate": [
         "zoo evaluate gru_bahdanau_cmn_en --data my_pairs.tsv --beam 5 --json > scores.json",

@@ -1,6 +1,5 @@
 """``zoo experiment``: one experiment of ``zoo/experiments``, its figures and JSON."""
 
-
 EXAMPLES = {
     "experiment": ["zoo experiment bottleneck --quick --out bottleneck"],
 }

@@ -5,7 +5,6 @@ from pathlib import Path
 
 from zoo.cli.common import UsageError
 
-
 EXAMPLES = {
     "export": [
         "zoo export gru_bahdanau_cmn_en --format saved_model --out exports",

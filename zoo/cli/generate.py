@@ -2,7 +2,6 @@
 
 from zoo.cli.common import load_for
 
-
 EXAMPLES = {
     "generate": [
         'zoo generate lstm_charlm_shakespeare "ROMEO:" --length 500 --seed 1',

@@ -2,7 +2,6 @@
 
 from zoo.cli.common import UsageError, load_translator
 
-
 EXAMPLES = {
     "attention": [
         'zoo attention gru_bahdanau_cmn_en "我读了一本书。" --out alignment.png',

@@ -2,7 +2,6 @@
 
 import json
 
-
 EXAMPLES = {
     "list": ["zoo list"],
     "info": ["zoo info gru_bahdanau_cmn_en"],

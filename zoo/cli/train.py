@@ -5,7 +5,6 @@ from pathlib import Path
 
 from zoo.cli.common import UsageError
 
-
 EXAMPLES = {
     "train": [
         "zoo train gru_bahdanau_cmn_en --data pairs.tsv --out my_models/mine",

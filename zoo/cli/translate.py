@@ -7,7 +7,6 @@ from pathlib import Path
 
 from zoo.cli.common import UsageError, check_search_options, load_translator
 
-
 EXAMPLES = {
     "translate": [
         'zoo translate gru_bahdanau_en_fr "I read a book." --beam 5',
