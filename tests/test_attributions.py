@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from zoo import backend, experiment
+from zoo import backend, experiments
 from zoo.experiments import attributions
 from zoo.models import AttentionSeq2Seq
 from zoo.text import TranslationPreprocessor, Vocabulary, wordpiece
@@ -222,7 +222,7 @@ def test_measure_on_a_tiny_model(model):
 
 @pytest.mark.slow
 def test_quick_experiment_on_the_presets(tmp_path):
-    results = experiment.run("attributions", tmp_path, quick=True, printer=lambda *_: None)
+    results = experiments.run("attributions", tmp_path, quick=True, printer=lambda *_: None)
     saved = json.loads((tmp_path / "attributions.json").read_text())
     assert saved["quick"] and saved["experiment"] == "attributions"
     assert set(saved["presets"]) == set(attributions.PRESETS)

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from zoo import experiment
+from zoo import experiments
 from zoo.cli import main
 from zoo.data import synthetic
 
@@ -45,13 +45,13 @@ def test_reversal_pairs(rng):
 
 @pytest.mark.parametrize("cell", ["rnn", "lstm", "gru"])
 def test_parameter_budget_counts_the_layers_real_weights(cell):
-    units = experiment.units_for_budget(cell, 4600, 2)
-    layer = experiment.recurrent_layer(cell, units)
+    units = experiments.units_for_budget(cell, 4600, 2)
+    layer = experiments.recurrent_layer(cell, units)
     layer.build((None, None, 2))
-    assert layer.count_params() == experiment.parameter_count(cell, units, 2) <= 4600
-    assert experiment.parameter_count(cell, units + 1, 2) > 4600
+    assert layer.count_params() == experiments.parameter_count(cell, units, 2) <= 4600
+    assert experiments.parameter_count(cell, units + 1, 2) > 4600
     with pytest.raises(ValueError, match="Unknown cell 'elman'; known: rnn, lstm, gru"):
-        experiment.recurrent_layer("elman", 4)
+        experiments.recurrent_layer("elman", 4)
 
 
 def test_hidden_state_gradients_are_the_total_derivative():
@@ -145,7 +145,7 @@ def test_units_best_unit_is_the_one_that_tracks_the_feature(rng):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["memory", "gradients", "bottleneck", "units"])
 def test_quick_experiments_run_end_to_end(name, tmp_path):
-    results = experiment.run(name, tmp_path, quick=True, printer=lambda *_: None)
+    results = experiments.run(name, tmp_path, quick=True, printer=lambda *_: None)
     saved = json.loads((tmp_path / f"{name}.json").read_text())
     assert saved["quick"] and saved["experiment"] == name
     assert all((tmp_path / figure).stat().st_size > 10_000 for figure in results["figures"])

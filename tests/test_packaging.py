@@ -25,12 +25,12 @@ def test_regular_install_ships_presets(tmp_path):
     installed = target / "zoo"
     assert not (installed / "saved_models").is_symlink()
     script = (
-        "import zoo, zoo.presets, zoo.training, zoo.experiment;"
+        "import zoo, zoo.presets, zoo.training, zoo.experiments, zoo.cli, zoo.benchmarks.serve;"
         "print(zoo.__file__);"
         "print(zoo.presets.presets_root());"
         "print(','.join(zoo.list_models()));"
         "print(','.join(sorted(p.stem for p in zoo.training.recipes.RECIPES_DIR.glob('*.json'))));"
-        "print(zoo.experiment.EXPERIMENTS_DIR, ','.join(zoo.experiment.names()))"
+        "print(zoo.experiments.EXPERIMENTS_DIR, ','.join(zoo.experiments.names()))"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,

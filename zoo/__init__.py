@@ -34,7 +34,7 @@ except metadata.PackageNotFoundError:  # a source tree on sys.path, not installe
     __version__ = "0+unknown"
 __all__ = ["list_models", "describe", "load", "PresetError", "layers", "models", "export"]
 
-_LAZY_SUBMODULES = {"layers", "models", "decoding", "benchmark", "export"}
+_LAZY_SUBMODULES = {"layers", "models", "decoding", "benchmarks", "export"}
 
 
 def __getattr__(name):

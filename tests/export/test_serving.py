@@ -4,7 +4,8 @@ import pytest
 import tensorflow as tf
 
 import zoo
-from zoo import benchmark, export
+from zoo import export
+from zoo.benchmarks import serve as serve_benchmark
 from zoo.cli import main
 
 pytestmark = pytest.mark.slow  # exports and conversions: run by .ci/run after the default suite
@@ -21,7 +22,7 @@ def test_saved_model_signature_from_8_threads_matches_sequential_calls(tmp_path)
         return signature(texts=tf.constant([text]))["translations"].numpy()[0].decode()
 
     sequential = [serve(text) for text in DATES]
-    answers, latencies, _ = benchmark.concurrent_requests(serve, DATES, 8, 400)
+    answers, latencies, _ = serve_benchmark.concurrent_requests(serve, DATES, 8, 400)
     assert answers == [sequential[i % len(DATES)] for i in range(400)]
     assert len(latencies) == 400 and min(latencies) > 0
     assert sequential[:4] == ["2026-11-30"] * 4
@@ -30,7 +31,8 @@ def test_saved_model_signature_from_8_threads_matches_sequential_calls(tmp_path)
 def test_translate_is_thread_safe():
     model = zoo.load("gru_bahdanau_dates")  # fresh: the searches are traced under the threads
     sequential = zoo.load("gru_bahdanau_dates").translate(DATES)
-    answers, _, _ = benchmark.concurrent_requests(lambda t: model.translate([t])[0], DATES, 8, 80)
+    answers, _, _ = serve_benchmark.concurrent_requests(lambda t: model.translate([t])[0],
+                                                        DATES, 8, 80)
     assert answers == [sequential[i % len(DATES)] for i in range(80)]
 
 

@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from zoo import experiment, plots
+from zoo import experiments, plots
 from zoo.data import synthetic
 
 CELLS = ("rnn", "lstm", "gru")
@@ -67,7 +67,7 @@ def run(out_dir, quick=False, printer=print):
 
 def adding_model(cell, seed=0):
     keras.utils.set_random_seed(seed)
-    return experiment.adding_model(cell)
+    return experiments.adding_model(cell)
 
 
 def train(model, length, steps):
@@ -123,7 +123,7 @@ def plot_cells(by_cell, path):
                                  ("norms_trained", "-", "trained")):
             norms = result[key]
             axes.plot(range(1, len(norms) + 1), norms, style, color=color,
-                      label=f"{experiment.CELL_NAMES[cell]} h, {when}")
+                      label=f"{experiments.CELL_NAMES[cell]} h, {when}")
             if "cell_state" in result:
                 cell_norms = result["cell_state"][key]
                 axes.plot(range(1, len(cell_norms) + 1), cell_norms, style, color=color,

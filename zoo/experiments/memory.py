@@ -17,11 +17,11 @@ import keras
 import numpy as np
 from keras import ops
 
-from zoo import experiment, plots
+from zoo import experiments, plots
 from zoo.data import synthetic
 
 CELLS = ("rnn", "lstm", "gru")
-BUDGET = experiment.WEIGHT_BUDGET
+BUDGET = experiments.WEIGHT_BUDGET
 SYMBOLS = 8
 
 
@@ -42,9 +42,9 @@ def run(out_dir, quick=False, printer=print):
     figures = [plot_adding(adding, out_dir / "memory_adding.png"),
                plot_copy(copy, out_dir / "memory_delayed_copy.png")]
     return {
-        "budget": {cell: {"units": experiment.units_for_budget(cell, BUDGET, 2),
-                          "recurrent_weights": experiment.parameter_count(
-                              cell, experiment.units_for_budget(cell, BUDGET, 2), 2)}
+        "budget": {cell: {"units": experiments.units_for_budget(cell, BUDGET, 2),
+                          "recurrent_weights": experiments.parameter_count(
+                              cell, experiments.units_for_budget(cell, BUDGET, 2), 2)}
                    for cell in CELLS},
         "adding_problem": {"baseline_mse": round(synthetic.ADDING_BASELINE_MSE, 4),
                            "steps": steps, "batch_size": 64, "results": adding},
@@ -57,7 +57,7 @@ def run(out_dir, quick=False, printer=print):
 
 def train_adding(cell, length, steps, quick):
     keras.utils.set_random_seed(length)
-    model = experiment.adding_model(cell)
+    model = experiments.adding_model(cell)
     units = model.layers[1].cell.units
     train_rng, test_rng = np.random.default_rng(1), np.random.default_rng(2)
     test_inputs, test_targets = synthetic.adding_problem(256 if quick else 2000, length, test_rng)
@@ -72,10 +72,10 @@ def train_adding(cell, length, steps, quick):
 
 def train_delayed_copy(cell, lag, steps, quick):
     keras.utils.set_random_seed(lag)
-    units = experiment.units_for_budget(cell, BUDGET, SYMBOLS)
+    units = experiments.units_for_budget(cell, BUDGET, SYMBOLS)
     length = lag + 30
     tokens = keras.Input((None,), dtype="int32")
-    states = experiment.recurrent_layer(cell, units, return_sequences=True)(
+    states = experiments.recurrent_layer(cell, units, return_sequences=True)(
         ops.one_hot(tokens, SYMBOLS))
     model = keras.Model(tokens, keras.layers.Dense(SYMBOLS)(states))
     model.compile(optimizer=keras.optimizers.Adam(1e-3, clipnorm=1.0),
@@ -115,7 +115,7 @@ def plot_by_cell(results, key, path, baseline, baseline_label, **axes_settings):
     figure, axes = plots.figure(6.0, 4.0)
     for cell, by_x in results.items():
         xs = sorted(by_x)
-        axes.plot(xs, [by_x[x][key] for x in xs], marker="o", label=experiment.CELL_NAMES[cell])
+        axes.plot(xs, [by_x[x][key] for x in xs], marker="o", label=experiments.CELL_NAMES[cell])
     axes.axhline(baseline, color="grey", linestyle="--", label=baseline_label)
     axes.set(**axes_settings)
     return plots.save(figure, axes, path)

@@ -1,7 +1,7 @@
 """Timing side by side on a shared machine: alternating rounds and paired ratios.
 
 The lowest place that times anything: ``zoo.layers.kernel_choice`` chooses the
-recurrent layers' inference layout with it, and ``zoo benchmark`` (``zoo.benchmark``)
+recurrent layers' inference layout with it, and ``zoo benchmark`` (``zoo.benchmarks``)
 compares everything else with it, so both follow one rule.
 """
 

@@ -7,13 +7,14 @@ import pytest
 import tensorflow as tf
 
 import zoo.layers
-from zoo import benchmark
+from zoo.benchmarks import decoding, layers, translate, tutorial
+from zoo.layers.timing import alternate_rounds, paired_speed_ratio
 from zoo.text.vocabulary import PAD_ID
 
 
 def _tutorial(end_id=3):
     keras.utils.set_random_seed(0)
-    return benchmark.tutorial_translator(7, 9, units=4, end_id=end_id)
+    return tutorial.tutorial_translator(7, 9, units=4, end_id=end_id)
 
 
 @pytest.mark.slow
@@ -32,7 +33,7 @@ def test_tutorial_translator_decodes_greedily_and_stops_at_end():
     source_ids = tf.constant([[4, 5, 6], [6, 5, 0]], tf.int32)
     decode, _ = _tutorial()
     unrolled = decode(source_ids)
-    assert unrolled.shape == (2, benchmark.TUTORIAL_MAX_LENGTH)
+    assert unrolled.shape == (2, tutorial.TUTORIAL_MAX_LENGTH)
     np.testing.assert_array_equal(decode(source_ids, 6), unrolled[:, :6])
     # The same weights, told that the last token of sentence 0 ends a translation:
     # as in the tutorial, sentence 0 is padded from where that token first appears.
@@ -47,12 +48,31 @@ def test_tutorial_translator_decodes_greedily_and_stops_at_end():
                                                        PAD_ID, unrolled[1]))
 
 
+@pytest.mark.slow
+def test_layer_benchmark_reports_both_layers_with_ratios():
+    lines = []
+    results = layers.benchmark_layers(batch=4, steps=3, input_dim=5, units=6, rounds=1,
+                                      repeats=1, printer=lines.append)
+    assert [(r["layer"], r["mode"]) for r in results] == [
+        ("LSTM", "inference"), ("LSTM", "training"), ("GRU", "inference"), ("GRU", "training")
+    ]
+    for r in results:
+        assert r["ratio"] == r["keras_seconds"] / r["zoo_seconds"] > 0
+        assert r["matmul_gflops"] > 0
+    assert lines[2].split() == ["layer", "mode", "zoo", "seq/s", "keras", "seq/s", "zoo/keras",
+                                "zoo", "GFLOP/s", "of", "matmul"]
+    # before each layer's rows, the layout of its inference loop (fixed by tests/conftest.py)
+    assert lines[3] == "lstm: inference loop feature_major (ZOO_RNN_LAYOUT)"
+    assert lines[6] == "gru_reset_after: inference loop feature_major (ZOO_RNN_LAYOUT)"
+    assert len(lines) == 9
+
+
 def test_translation_ratios_compare_with_the_rebuilt_tutorial():
     speed = [{"runtime": r, "beam_size": b, "latency_ms": 2.0 * b, "sentences_per_second": 600.0}
              for r in ("keras", "saved_model", "tflite_float32", "tflite_dynamic") for b in (1, 5)]
     results = {"speed": speed, "tutorial": {"tutorial_exported": 150.0, "tutorial_loop": 400.0}}
     lines = []
-    benchmark._print_speed_ratios(results, 64, lines.append)
+    translate._print_speed_ratios(results, 64, lines.append)
     assert lines[-1] == (
         "greedy batch-64 throughput, best of Keras/SavedModel: 600 sentences/s = 1.50x the TF "
         "tutorial's translator rebuilt here (400)")
@@ -76,7 +96,7 @@ def test_greedy_work_counts_each_sentence_to_its_end(toy_translators):
     from conftest import SOURCES, TARGETS
 
     model = toy_translators["attention"]
-    work = benchmark.greedy_work(model, SOURCES)
+    work = translate.greedy_work(model, SOURCES)
     target_steps = [len(model.preprocessor.target_rows([t])[0]) + 1 for t in TARGETS]  # + [END]
     source_lengths = [len(row) for row in model.preprocessor.source_rows(SOURCES)]
     assert work["mean_steps"] == pytest.approx(np.mean(target_steps))
@@ -85,7 +105,7 @@ def test_greedy_work_counts_each_sentence_to_its_end(toy_translators):
     results = {"greedy_work": work, "speed": [
         {"runtime": "keras", "beam_size": 1, "sentences_per_second": 500.0}]}
     lines = []
-    benchmark._print_greedy_work(results, 100.0, lines.append)
+    translate._print_greedy_work(results, 100.0, lines.append)
     gflops = work["flops_per_sentence"] * 500 / 1e9
     assert lines == [
         f"greedy, one batch: {work['flops_per_sentence'] / 1e6:.1f} MFLOP per sentence "
@@ -97,18 +117,18 @@ def test_greedy_work_counts_each_sentence_to_its_end(toy_translators):
 def test_paired_speed_ratio_is_the_median_of_each_rounds_ratio():
     baseline = [2.0, 2.0, 4.0, 2.0, 9.0]
     this = [1.0, 4.0, 2.0, 1.0, 3.0]  # ratios 2, 0.5, 2, 2, 3: a slow round hits both sides
-    paired = benchmark.paired_speed_ratio(this, baseline, resamples=500)
+    paired = paired_speed_ratio(this, baseline, resamples=500)
     assert paired["ratio"] == 2.0
     low, high = paired["interval_95"]
     assert 0.5 <= low <= 2.0 <= high <= 3.0
-    steady = benchmark.paired_speed_ratio([1.0] * 8, [1.25] * 8)
+    steady = paired_speed_ratio([1.0] * 8, [1.25] * 8)
     assert steady == {"ratio": 1.25, "interval_95": [1.25, 1.25]}
 
 
 def test_rounds_alternate_their_order():
     """Each function runs first in every other round, after the warm-up calls."""
     calls = []
-    samples = benchmark.alternate_rounds(
+    samples = alternate_rounds(
         {name: (lambda name=name: calls.append(name)) for name in "abc"}, 3, 1)
     assert calls[6:] == list("abc") + list("cba") + list("abc")
     assert {name: len(seconds) for name, seconds in samples.items()} == {"a": 3, "b": 3, "c": 3}
@@ -135,7 +155,7 @@ def test_remeasuring_prints_each_batchs_ratio_and_replaces_the_kept_choice(monke
     def layout_line(samples):
         lines = []
         with mock.patch.object(kernel_choice, "measure", return_value=samples):
-            lines.append(benchmark._inference_layout_line(
+            lines.append(layers._inference_layout_line(
                 zoo.layers.LSTM(6), 5, 6, remeasure=True, printer=lines.append))
         return lines
 
@@ -155,19 +175,9 @@ def test_remeasuring_prints_each_batchs_ratio_and_replaces_the_kept_choice(monke
     assert json.loads(path.read_text()) == {key: {}}
 
 
-def test_the_remeasure_flag_reaches_the_layers_benchmark():
-    from zoo import cli
-
-    with mock.patch.object(benchmark, "benchmark_layers", return_value=[]) as layers:
-        assert cli.main(["benchmark", "layers", "--remeasure", "--batch", "2"]) == 0
-        assert cli.main(["benchmark", "layers"]) == 0
-    assert layers.call_args_list == [mock.call(batch=2, remeasure=True),
-                                     mock.call(remeasure=False)]
-
-
 def test_decoding_benchmark_needs_a_checkout_to_compare_with(tmp_path):
     with pytest.raises(ValueError, match="--baseline must be a checkout of the zoo"):
-        benchmark.benchmark_decoding("gru_bahdanau_cmn_en", tmp_path)
+        decoding.benchmark_decoding("gru_bahdanau_cmn_en", tmp_path)
 
 
 @pytest.mark.slow
@@ -175,10 +185,10 @@ def test_decoding_benchmark_compares_two_processes_case_by_case():
     """Against this very checkout: both sides translate, each case is timed on both."""
     from pathlib import Path
 
-    checkout = Path(benchmark.__file__).resolve().parent.parent
+    checkout = Path(decoding.__file__).resolve().parents[2]
     lines = []
-    results = benchmark.benchmark_decoding("gru_bahdanau_cmn_en", checkout, batch=4,
-                                           latency_sentences=2, rounds=1, printer=lines.append)
+    results = decoding.benchmark_decoding("gru_bahdanau_cmn_en", checkout, batch=4,
+                                          latency_sentences=2, rounds=1, printer=lines.append)
     assert [(c["beam_size"], c["batch"]) for c in results["cases"]] == [(1, 4), (5, 4), (1, 1),
                                                                         (5, 1)]
     for case in results["cases"]:
@@ -195,9 +205,9 @@ def test_decoding_benchmark_compares_two_processes_case_by_case():
 @pytest.mark.slow
 def test_decoding_options_benchmark_times_each_option_against_none():
     lines = []
-    results = benchmark.benchmark_decoding_options("gru_bahdanau_cmn_en", batch=3, rounds=1,
-                                                   printer=lines.append)
-    options = list(benchmark.DECODING_OPTIONS)
+    results = decoding.benchmark_decoding_options("gru_bahdanau_cmn_en", batch=3, rounds=1,
+                                                  printer=lines.append)
+    options = list(decoding.DECODING_OPTIONS)
     assert [(c["beam_size"], c["option"]) for c in results["cases"]] == [
         *((1, o) for o in options), *((5, o) for o in options), (5, "coverage_penalty=0.2")]
     for case in results["cases"]:
