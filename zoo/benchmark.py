@@ -311,10 +311,10 @@ def benchmark_translate(name, latency_sentences=16, batch=64, rounds=9, data_dir
 
     import zoo
     from zoo import evaluation
-    from zoo.training import translation
+    from zoo.evaluation import splits
 
     model = zoo.load(name)
-    sources, references = translation.preset_splits(name, data_dir)["test"]
+    sources, references = splits.preset_splits(name, data_dir)["test"]
     stride = max(len(sources) // batch, 1)
     batch_texts = sources[::stride][:batch]
     latency_texts = batch_texts[:latency_sentences]
@@ -494,13 +494,13 @@ def benchmark_decoding(name, baseline, batch=64, latency_sentences=16, rounds=9,
     alternating. Returns the sentences/s of each side (medians) and, per case, the
     median of the rounds' ratios with its 95% bootstrap interval (``paired_speed_ratio``)."""
     from zoo import presets
-    from zoo.training import translation
+    from zoo.evaluation import splits
 
     baseline = Path(baseline)
     if not (baseline / "zoo" / "__init__.py").is_file():
         raise ValueError(f"--baseline must be a checkout of the zoo (a folder with "
                          f"zoo/__init__.py); received {str(baseline)!r}.")
-    sources, _ = translation.preset_splits(name, data_dir)["test"]
+    sources, _ = splits.preset_splits(name, data_dir)["test"]
     stride = max(len(sources) // batch, 1)
     texts = {"batch": sources[::stride][:batch]}
     texts["one"] = texts["batch"][:1]
@@ -563,10 +563,10 @@ def benchmark_decoding_options(name, batch=64, rounds=9, data_dir=None, printer=
     timed against no option in the same rounds (alternating, in one process): the
     median of the rounds' speed ratios with its 95% bootstrap interval."""
     import zoo
-    from zoo.training import translation
+    from zoo.evaluation import splits
 
     model = zoo.load(name)
-    sources, _ = translation.preset_splits(name, data_dir)["test"]
+    sources, _ = splits.preset_splits(name, data_dir)["test"]
     texts = sources[:: max(len(sources) // batch, 1)][:batch]
 
     def translating(model, beam_size, rules):
@@ -604,7 +604,7 @@ def benchmark_decoding_options(name, batch=64, rounds=9, data_dir=None, printer=
 def _serving_texts(name, data_dir=None):
     """Request texts for a preset whose SavedModel takes ``texts``: its test split."""
     import zoo
-    from zoo.training import translation
+    from zoo.evaluation import splits
 
     task = zoo.describe(name).get("task")
     if task == "classification":
@@ -614,7 +614,7 @@ def _serving_texts(name, data_dir=None):
     if task == "language_modeling":
         raise ValueError(f"zoo benchmark serve measures presets served with texts in "
                          f"(translators, classifiers); {name} is a language model.")
-    return translation.preset_splits(name, data_dir)["test"][0]
+    return splits.preset_splits(name, data_dir)["test"][0]
 
 
 def concurrent_requests(serve, texts, concurrency, requests):

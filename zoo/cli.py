@@ -292,11 +292,11 @@ def _command_inspect(args):
 
 def _command_evaluate(args):
     import zoo
-    from zoo.training import driver
+    from zoo import evaluation
 
     _check_search_options(beam_size=args.beam, batch_size=args.batch_size)
     metadata = zoo.describe(args.name)
-    task = driver.task_of(metadata)
+    task = evaluation.task_of(metadata)
     model = _load_for(args.name, task.model_method, metadata.get("task", "translation"))
     result, lines = task.evaluate_file(model, metadata, args.data, beam_size=args.beam,
                                        batch_size=args.batch_size)
@@ -314,7 +314,7 @@ def _command_evaluate(args):
 def _command_score(args):
     """Per pair of --data, ``total<TAB>per_token<TAB>source<TAB>target``: its
     log-probability under teacher forcing (``Seq2Seq.score``), or a JSON object a line."""
-    from zoo.training.translation import read_pairs_file
+    from zoo.evaluation.translation import read_pairs_file
 
     if args.batch_size < 1:
         raise UsageError(f"--batch-size must be a positive number of pairs; got {args.batch_size}.")

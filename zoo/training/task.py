@@ -87,11 +87,5 @@ class Task:
         raise NotImplementedError
 
     def card(self, metadata):
-        """The model card (README.md) from the metadata."""
-        raise NotImplementedError
-
-    @staticmethod
-    def evaluate_file(model, metadata, path, beam_size=1, batch_size=64):
-        """A trained model (``metadata``: its preset's) scored on a user's file of the
-        task's examples (``zoo evaluate``): ``(result for --json, lines to print)``."""
+        """The model card (README.md) from the metadata (``zoo.evaluation.cards``)."""
         raise NotImplementedError
