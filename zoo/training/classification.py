@@ -128,6 +128,7 @@ class ClassificationTask(Task):
     def card(self, metadata):
         return cards.classifier_card(metadata)
 
+
 def _user_splits(path):
     """A user's file: 1 line in 10 for test, 1 in 20 of the rest (by hash) for validation."""
     sentences, labels = sst2.read_tsv(path)

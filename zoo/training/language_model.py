@@ -22,6 +22,7 @@ from zoo.training.loop import EpochData, Ids
 from zoo.training.optimizer import adam
 from zoo.training.task import Task
 
+
 def windows(ids, sequence_length, batch_size, shuffle, seed=0):
     """An ``EpochData`` of ``(ids [B, L], next ids [B, L])`` batches cut from one long id array.
 

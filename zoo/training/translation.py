@@ -146,8 +146,8 @@ class TranslationTask(Task):
         if not self.recipe.mix or self.data_file:
             splits = self.read_splits()
             return {name: splits[name] for name in ("validation", "test")}
-        return split_rules.mix_evaluation_splits(self._tatoeba_splits, self._real_text_sets("validation"),
-                                            self.recipe.source_language)
+        return split_rules.mix_evaluation_splits(
+            self._tatoeba_splits, self._real_text_sets("validation"), self.recipe.source_language)
 
     def real_text_tests(self):
         """``{name: (sources, references)}``: the real-text test sets of the language."""
@@ -273,12 +273,12 @@ class TranslationTask(Task):
     def choose_decoding(self, model, splits, metric):
         """The decoding settings a preset ships with, chosen on validation: the length
         penalty, then (where the language has real-text validation sets) the default
-        output rules and coverage penalty (``scoring.choose_search_defaults``); the metadata entries
-        that record them. A preset re-tuned starts from none, so that its choice does not
+        output rules and coverage penalty (``scoring.choose_search_defaults``); the metadata
+        entries that record them. A preset re-tuned starts from none, so that its choice does not
         depend on the previous one."""
         scoring.set_search_defaults(model, {})
-        choices = {f"validation_{metric}": scoring.tune_decoding(model, *splits["validation"], metric,
-                                                         self.printer),
+        choices = {f"validation_{metric}": scoring.tune_decoding(
+                       model, *splits["validation"], metric, self.printer),
                    "length_penalty": model.length_penalty}
         validation = self.search_defaults_validation()
         if validation:
@@ -294,8 +294,9 @@ class TranslationTask(Task):
     def search_defaults_validation(self):
         """What the search defaults are chosen on: about 1,000 of Tatoeba's validation
         pairs and ``scoring.RULES_SAMPLE`` of each real-text validation set of the language
-        (long sentences among them); None for a language with no such sets, or where they are
-        not in the data folder (a mix needs them; a Tatoeba preset then keeps no rules)."""
+        (long sentences among them); None for a language with no such sets, or where they
+        are not in the data folder (a mix needs them; a Tatoeba preset then keeps no
+        rules)."""
         if self.data_file or self.tfds_name:
             return None
         try:
