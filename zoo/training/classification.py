@@ -44,7 +44,6 @@ class ClassificationTask(Task):
 
     monitor = "val_accuracy"
     preprocessor_class = ClassifierPreprocessor
-    model_method = "classify"
     seeds_apart = True
     validation_metrics = {"accuracy": keras.metrics.sparse_categorical_accuracy}
 

@@ -66,7 +66,6 @@ class LanguageModelTask(Task):
     """A character language model on a corpus of ``TEXT_CORPORA`` or a user's text file."""
 
     preprocessor_class = CharacterPreprocessor
-    model_method = "generate"
 
     def read_splits(self):
         if self.data_file:

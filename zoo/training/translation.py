@@ -96,7 +96,6 @@ class TranslationTask(Task):
     """A translator on a Tatoeba corpus, a user's TSV of pairs, or a tfds corpus."""
 
     preprocessor_class = TranslationPreprocessor
-    model_method = "translate"
 
     def __init__(self, recipe, data_file=None, data_dir=None, printer=print, tfds_name=None):
         super().__init__(recipe, data_file, data_dir, printer)
