@@ -188,3 +188,15 @@ def test_the_architecture_document_shows_these_rules():
     assert rules_text() in DOC.read_text(encoding="utf-8"), (
         "docs/architecture.md must show the rules of tests/test_architecture.py as:\n\n"
         + rules_text())
+
+
+def test_every_package_is_in_the_distribution():
+    # pyproject.toml names the packages a regular install carries: a package left out
+    # installs as a hole (tests/test_packaging.py installs one, slowly).
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {".".join(path.parent.relative_to(ROOT).parts)
+             for path in PACKAGE.rglob("__init__.py")}
+    assert found - listed == set(), "add them to pyproject.toml's packages"

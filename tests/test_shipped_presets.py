@@ -7,7 +7,7 @@ import pytest
 
 import zoo
 from zoo import presets
-from zoo.training import translation
+from zoo.evaluation import splits
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = zoo.list_models()
@@ -137,7 +137,7 @@ def test_teaching_task_exports_answer_as_the_model_does(name, tmp_path):
     from zoo import export, training
     from zoo.export import TFLiteTranslator
 
-    sources, references = translation.preset_splits(name)["test"]
+    sources, references = splits.preset_splits(name)["test"]
     sources = sources[:40]
     model = zoo.load(name)
     expected = model.translate(sources)

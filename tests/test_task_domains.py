@@ -158,7 +158,7 @@ def test_a_preset_rewritten_after_training_keeps_its_weights_and_loads(tmp_path)
     import shutil
 
     from zoo import presets
-    from zoo.training import translation
+    from zoo.evaluation import translation
 
     folder = shutil.copytree(presets.resolve("lstm_seq2seq_addition"), tmp_path / "addition")
     weights = (folder / "model.weights.h5").read_bytes()

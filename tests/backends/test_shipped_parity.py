@@ -23,8 +23,8 @@ import pytest
 import zoo
 from zoo import export
 from zoo.data import shakespeare, sst2
+from zoo.evaluation import splits
 from zoo.text.vocabulary import START_ID
-from zoo.training import translation
 
 pytestmark = [
     pytest.mark.slow,
@@ -59,7 +59,7 @@ def reference():
         model = zoo.load(name)
         kind = export.model_kind(model)
         if kind == "translation":
-            sources = translation.preset_splits(name)["test"][0][:SENTENCES]
+            sources = splits.preset_splits(name)["test"][0][:SENTENCES]
             texts = {str(k): model.translate(sources, beam_size=k, check_outputs=False)
                      for k in (1, 5)}
             inputs["translation"][name] = {"sources": sources, "reference_texts": texts}

@@ -174,9 +174,9 @@ def test_cli_evaluate_reports_nats_per_char(lm_preset, tmp_path, capsys):
 @pytest.mark.slow
 def test_cli_refuses_a_model_of_another_task(lm_preset, toy_preset, capsys):
     assert main(["translate", str(lm_preset), "hello"]) == 2
-    assert "is a language_modeling model, not a translation model" in capsys.readouterr().err
+    assert "holds a model of kind language_model, not translation; translation presets: " in capsys.readouterr().err
     assert main(["generate", str(toy_preset), "x"]) == 2
-    assert "is a translation model, not a language_modeling model" in capsys.readouterr().err
+    assert "holds a model of kind translation, not language_model; language_model presets: " in capsys.readouterr().err
 
 
 @pytest.mark.slow

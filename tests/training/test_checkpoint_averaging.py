@@ -12,7 +12,7 @@ import zoo
 from zoo import presets
 from zoo.cli import main
 from zoo.training import callbacks as training_callbacks
-from zoo.training import driver, loop, recipes, shipping, translation
+from zoo.training import driver, loop, recipes
 
 WORDS = "the king and queen of a fair land where we lay our scene".split()
 
@@ -290,28 +290,3 @@ def test_the_flag_reaches_the_recipe(tmp_path, monkeypatch, capsys):
         "zoo: error: --average-last must be a positive integer (how many of the last epochs' "
         "weights are averaged); received 0.\n")
     assert len(trained) == 1
-
-
-def test_the_translators_card_states_the_choice():
-    metadata = presets.describe("gru_bahdanau_cmn_en")
-    metadata["training"]["checkpoint_averaging"] = {
-        "average_last": 5, "epochs_averaged": [8, 9, 10, 11, 12],
-        "val_loss": {"final": 2.31, "average": 2.2874}, "chosen_by": "val_loss",
-        "shipped": "average"}
-    card = translation.model_card(metadata)
-    assert ("\n- checkpoint averaging: the mean of the weights of epochs 8, 9, 10, 11, 12 "
-            "(average_last 5) against the final weights: val_loss 2.2874 averaged, 2.31 final; "
-            "the average ships (chosen on val_loss)\n") in card
-    assert card.count("checkpoint averaging") == 1
-    del metadata["training"]["checkpoint_averaging"]
-    assert "checkpoint averaging" not in translation.model_card(metadata)
-
-
-def test_a_classifiers_choice_names_its_accuracy():
-    line = shipping.averaging_summary({
-        "average_last": 3, "epochs_averaged": [4, 5, 6],
-        "val_loss": {"final": 0.41, "average": 0.43},
-        "val_accuracy": {"final": 0.8, "average": 0.81}, "chosen_by": "val_accuracy",
-        "shipped": "average"})
-    assert line.endswith("val_loss 0.43 averaged, 0.41 final, val_accuracy 0.81 averaged, "
-                         "0.8 final; the average ships (chosen on val_accuracy)")

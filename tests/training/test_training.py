@@ -6,6 +6,7 @@ import pytest
 
 import zoo
 from zoo import training
+from zoo.evaluation import translation as scoring
 from zoo.training import recipes, translation
 from zoo.cli import main
 
@@ -112,69 +113,14 @@ def test_retune_decoding_rescores_without_touching_the_weights(recipe_file, pair
                  "--out", str(out)]) == 0
     metadata = zoo.describe(out)
     assert metadata["training"]["decoding_retuned"]["length_penalties"] == list(
-        translation.LENGTH_PENALTIES)
-    assert metadata["length_penalty"] in translation.LENGTH_PENALTIES
+        scoring.LENGTH_PENALTIES)
+    assert metadata["length_penalty"] in scoring.LENGTH_PENALTIES
     assert zoo.load(out).length_penalty == metadata["length_penalty"]
     assert metadata["training"]["epochs_run"] == 1  # the training record is kept
     assert (out / "model.weights.h5").read_bytes() == weights_bytes  # not even re-saved
     assert "re-chosen on validation" in (out / "README.md").read_text()
     # No real-text validation set in this data folder: no search default is chosen.
     assert "output_rules" not in metadata and zoo.load(out).output_rules == {}
-
-
-class OptionsFollowingTranslator:
-    """Answers each search-defaults candidate with outputs given in advance."""
-
-    target_language = "en"
-    has_attention = True
-
-    def __init__(self, outputs):
-        self.outputs, self.output_rules, self.coverage_penalty, self.calls = outputs, {}, 0.0, []
-
-    def translate(self, sources, beam_size, check_outputs):
-        self.calls.append((len(sources), beam_size))
-        options = {**self.output_rules, "coverage_penalty": self.coverage_penalty}
-        options = tuple(sorted((k, v) for k, v in options.items() if v))
-        return self.outputs[options][len(sources) > 2]
-
-
-def test_search_defaults_are_the_best_real_text_chrf_that_keeps_the_textbook_score():
-    textbook = (["a", "b"], ["the cat sat.", "a dog ran."])
-    real_text = {"news": (["x", "y", "z"], ["it was a long day at work.", "we left early.",
-                                            "rain fell all night."])}
-    stuttering = ["it was a a a day.", "we left.", "rain rain rain."]
-    fixed = ["it was a long day.", "we left early.", "rain fell."]
-    outputs = {
-        (): (textbook[1], stuttering),
-        (("no_repeat_ngram_size", 3),): (textbook[1], fixed),
-        # The best chrF of all, but it costs the textbook BLEU: not chosen.
-        (("min_length_ratio", 0.5),): (["the cat.", "a dog."], real_text["news"][1]),
-        (("coverage_penalty", 0.2),): (textbook[1], stuttering),
-    }
-    model = OptionsFollowingTranslator(outputs)
-    # A previous choice: every candidate is tried alone all the same.
-    model.output_rules, model.coverage_penalty = {"min_length_ratio": 0.5}, 0.2
-    candidates = [dict(options) for options in outputs]
-    lines = []
-    results = translation.choose_search_defaults(model, textbook, real_text, "bleu",
-                                                 candidates=candidates, printer=lines.append)
-    assert (model.output_rules, model.coverage_penalty) == ({"no_repeat_ngram_size": 3}, 0.0)
-    assert [r["options"] for r in results] == candidates
-    assert results[2]["chrf"] == 100.0 and results[2]["bleu"] < results[0]["bleu"] == 100.0
-    assert results[0]["stutter"] == 66.67 and results[1]["stutter"] == 0.0
-    assert {beam for _, beam in model.calls} == {5}
-    assert lines[-1] == "search defaults chosen: {'no_repeat_ngram_size': 3}"
-    # A model without attention is not tried with a coverage penalty.
-    model.has_attention = False
-    results = translation.choose_search_defaults(model, textbook, real_text, "bleu",
-                                                 candidates=candidates, printer=lines.append)
-    assert [r["options"] for r in results] == candidates[:3]
-
-
-def test_spread_sample_keeps_both_ends_of_a_set_sorted_by_length():
-    sources = [str(i) for i in range(10)]
-    assert translation.spread_sample(sources, sources, 4) == (["0", "3", "6", "9"],) * 2
-    assert translation.spread_sample(sources, sources, 20) == (sources, sources)
 
 
 def test_retune_decoding_needs_a_tatoeba_preset(toy_preset, capsys):
@@ -305,29 +251,3 @@ def test_a_recipe_built_in_python_writes_every_field():
     assert recipe.written["batch_size"] == 64 and recipes.from_dict(recipe.written) == recipe
     with pytest.raises(recipes.RecipeError, match="A recipe is a dict or a Recipe; received str"):
         recipes.from_dict("gru_bahdanau_dates")
-
-
-def test_the_card_of_a_mix_lists_its_corpora_terms_curve_and_real_text_scores():
-    from zoo import presets
-    from zoo.data import parallel
-
-    metadata = presets.describe("gru_bahdanau_cmn_en")
-    metadata["data"] = {"split": "Tatoeba's and the real-text sets", "pairs": {"train": 9},
-                        "mix": {"tvsub": {**parallel.describe("tvsub"), "pairs": 1784171,
-                                          "weight": 0.04}}}
-    metadata["terms"] = "tvsub: " + parallel.CORPORA["tvsub"].terms
-    metadata["training"]["validation_loss_by_epoch"] = [3.1, 2.9]
-    bucket = {"chrf": 30.5, "bleu": 8.25, "length_ratio": 0.93, "sentences": 997}
-    metadata["real_text_test"] = {"ntrex_test": {
-        **bucket, "by_source_length": {"31-50": bucket},
-        "made_up_words": {"percent": 2.5}, "bleu_signature": "nrefs:1|tok:13a",
-        "chrf_signature": "nrefs:1|nc:6"}}
-    card = translation.model_card(metadata)
-    assert "| ntrex_test | 997 | 30.5 | 8.25 | 0.93 | 2.5% |" in card
-    assert "| 31-50 | 997 | 30.5 | 8.25 | 0.93 |" in card
-    assert ("| [tvsub](https://github.com/longyuewangdcu/tvsub) | TV-series subtitles, everyday "
-            "dialogue | 1,784,171 | x 0.04 | CC BY-NC-ND 4.0") in card
-    assert ("**Terms of use**: tvsub: research and non-commercial use only (CC BY-NC-ND 4.0)."
-            in card)
-    assert "Validation loss by epoch: 3.1, 2.9." in card
-    assert "- data: the mix above" in card

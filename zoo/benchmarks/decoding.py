@@ -70,13 +70,13 @@ def benchmark_decoding(name, baseline, batch=64, latency_sentences=16, rounds=9,
     alternating. Returns the sentences/s of each side (medians) and, per case, the
     median of the rounds' ratios with its 95% bootstrap interval (``paired_speed_ratio``)."""
     from zoo import presets
-    from zoo.training import translation
+    from zoo.evaluation import splits
 
     baseline = Path(baseline)
     if not (baseline / "zoo" / "__init__.py").is_file():
         raise ValueError(f"--baseline must be a checkout of the zoo (a folder with "
                          f"zoo/__init__.py); received {str(baseline)!r}.")
-    sources, _ = translation.preset_splits(name, data_dir)["test"]
+    sources, _ = splits.preset_splits(name, data_dir)["test"]
     stride = max(len(sources) // batch, 1)
     texts = {"batch": sources[::stride][:batch]}
     texts["one"] = texts["batch"][:1]
@@ -137,10 +137,10 @@ def benchmark_decoding_options(name, batch=64, rounds=9, data_dir=None, printer=
     timed against no option in the same rounds (alternating, in one process): the
     median of the rounds' speed ratios with its 95% bootstrap interval."""
     import zoo
-    from zoo.training import translation
+    from zoo.evaluation import splits
 
     model = zoo.load(name)
-    sources, _ = translation.preset_splits(name, data_dir)["test"]
+    sources, _ = splits.preset_splits(name, data_dir)["test"]
     texts = sources[:: max(len(sources) // batch, 1)][:batch]
 
     def translating(model, beam_size, rules):

@@ -10,7 +10,7 @@ from zoo import backend
 def _serving_texts(name, data_dir=None):
     """Request texts for a preset whose SavedModel takes ``texts``: its test split."""
     import zoo
-    from zoo.training import translation
+    from zoo.evaluation import splits
 
     task = zoo.describe(name).get("task")
     if task == "classification":
@@ -20,7 +20,7 @@ def _serving_texts(name, data_dir=None):
     if task == "language_modeling":
         raise ValueError(f"zoo benchmark serve measures presets served with texts in "
                          f"(translators, classifiers); {name} is a language model.")
-    return translation.preset_splits(name, data_dir)["test"][0]
+    return splits.preset_splits(name, data_dir)["test"][0]
 
 
 def concurrent_requests(serve, texts, concurrency, requests):

@@ -54,10 +54,10 @@ def benchmark_translate(name, latency_sentences=16, batch=64, rounds=9, data_dir
 
     import zoo
     from zoo import evaluation
-    from zoo.training import translation
+    from zoo.evaluation import splits
 
     model = zoo.load(name)
-    sources, references = translation.preset_splits(name, data_dir)["test"]
+    sources, references = splits.preset_splits(name, data_dir)["test"]
     stride = max(len(sources) // batch, 1)
     batch_texts = sources[::stride][:batch]
     latency_texts = batch_texts[:latency_sentences]

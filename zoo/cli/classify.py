@@ -2,7 +2,7 @@
 
 import sys
 
-from zoo.cli.common import load_for
+from zoo.cli.common import load_kind
 
 EXAMPLES = {
     "classify": [
@@ -22,7 +22,7 @@ def add_parsers(commands):
 def _command_classify(args):
     """One line per text; from stdin, a line that cannot be read (not UTF-8, too long) is
     reported on stderr by its number and printed empty, as `zoo translate --input` does."""
-    model = load_for(args.name, "classify", "classification")
+    model = load_kind(args.name, "classifier")
     if args.texts:
         for text, result in zip(args.texts, model.classify(args.texts)):
             print(f"{result['label']}\t{result['probability']:.3f}\t{text}")

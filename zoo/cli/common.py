@@ -6,20 +6,22 @@ class UsageError(Exception):
     """A command that cannot run as asked; reported as one line."""
 
 
-def load_for(name, method, what):
-    """A preset whose model can ``method`` (translate, generate, classify)."""
+def load_kind(name, kind):
+    """A preset whose model is of ``kind`` (``zoo.models.KINDS``)."""
     import zoo
+    from zoo.models import preset_model
 
     model = zoo.load(name)
-    if not hasattr(model, method):
-        kinds = [n for n in zoo.list_models() if zoo.describe(n).get("task") == what]
-        raise UsageError(f"{name!r} is a {zoo.describe(name).get('task', 'other')} model, not "
-                         f"a {what} model; {what} presets: {', '.join(kinds) or 'none'}.")
+    if getattr(model, "kind", None) != kind:
+        held = getattr(model, "kind", None)
+        fitting = [n for n in zoo.list_models() if preset_model.preset_kind(n) == kind]
+        raise UsageError(f"{name!r} holds a model of kind {held or 'none (not a zoo model)'}, "
+                         f"not {kind}; {kind} presets: {', '.join(fitting) or 'none'}.")
     return model
 
 
 def load_translator(name):
-    return load_for(name, "translate", "translation")
+    return load_kind(name, "translation")
 
 
 # The options of `zoo translate` and `zoo evaluate` by the arguments of model.translate

@@ -3,7 +3,7 @@
 import json
 import sys
 
-from zoo.cli.common import UsageError, check_search_options, load_for, load_translator
+from zoo.cli.common import UsageError, check_search_options, load_translator
 
 EXAMPLES = {
     "evaluate": [
@@ -45,14 +45,15 @@ def add_parsers(commands):
 
 def _command_evaluate(args):
     import zoo
-    from zoo.training import driver
+    from zoo import evaluation
+    from zoo.models import preset_model
 
     check_search_options(beam_size=args.beam, batch_size=args.batch_size)
     metadata = zoo.describe(args.name)
-    task = driver.task_of(metadata)
-    model = load_for(args.name, task.model_method, metadata.get("task", "translation"))
-    result, lines = task.evaluate_file(model, metadata, args.data, beam_size=args.beam,
-                                       batch_size=args.batch_size)
+    model = zoo.load(args.name)
+    scoring = evaluation.scoring_of(preset_model.kind_of(model))
+    result, lines = scoring.evaluate_file(model, metadata, args.data, beam_size=args.beam,
+                                          batch_size=args.batch_size)
     # With --json, stdout holds the JSON object alone (`> out.json`), the lines go to stderr.
     print("\n".join(lines), file=sys.stderr if args.json else sys.stdout)
     if args.json:
@@ -67,7 +68,7 @@ def _command_evaluate(args):
 def _command_score(args):
     """Per pair of --data, ``total<TAB>per_token<TAB>source<TAB>target``: its
     log-probability under teacher forcing (``Seq2Seq.score``), or a JSON object a line."""
-    from zoo.training.translation import read_pairs_file
+    from zoo.evaluation.translation import read_pairs_file
 
     if args.batch_size < 1:
         raise UsageError(f"--batch-size must be a positive number of pairs; got {args.batch_size}.")

@@ -1,6 +1,6 @@
 """``zoo generate``: text from a language model, printed as it is sampled."""
 
-from zoo.cli.common import load_for
+from zoo.cli.common import load_kind
 
 EXAMPLES = {
     "generate": [
@@ -26,7 +26,7 @@ def add_parsers(commands):
 
 
 def _command_generate(args):
-    model = load_for(args.name, "generate", "language_modeling")
+    model = load_kind(args.name, "language_model")
     characters = model.stream(args.prompt, args.length, args.temperature, args.seed,
                               args.top_k, args.top_p)
     first = next(characters, "")  # a bad prompt or argument fails before anything is printed

@@ -37,10 +37,10 @@ from keras import ops
 
 import zoo
 from zoo import backend, decoding, evaluation, plots
+from zoo.evaluation import splits
 from zoo.models.seq2seq import output_limits
 from zoo.models.special_ids import SPECIAL_IDS
 from zoo.text.vocabulary import END_ID, PAD_ID, START_ID, pad_batch
-from zoo.training import translation
 
 PRESETS = ("gru_bahdanau_cmn_en", "gru_bahdanau_en_cmn", "gru_bahdanau_en_fr")
 SENTENCES, QUICK_SENTENCES = 200, 3
@@ -71,7 +71,7 @@ def run(out_dir, quick=False, printer=print):
 def sampled_test_pairs(name, count):
     """``count`` (source, reference) pairs of the preset's test split, drawn with
     ``SEED`` (the split is ordered by length: its first sentences are its shortest)."""
-    sources, references = translation.preset_splits(name)["test"]
+    sources, references = splits.preset_splits(name)["test"]
     chosen = np.sort(np.random.default_rng(SEED).choice(len(sources), count, replace=False))
     return [sources[i] for i in chosen], [references[i] for i in chosen]
 

@@ -22,9 +22,11 @@ import numpy as np
 import zoo
 import zoo.models
 from zoo import evaluation, plots
-from zoo.training import translation
 from zoo.data import synthetic
+from zoo.evaluation import splits
+from zoo.evaluation import translation as scoring
 from zoo.text import TranslationPreprocessor, Vocabulary
+from zoo.training import translation
 
 PRESETS = {"no attention": "lstm_seq2seq_cmn_en", "attention": "gru_bahdanau_cmn_en"}
 TEST_LENGTHS = (5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
@@ -43,7 +45,7 @@ def run(out_dir, quick=False, printer=print):
 
 
 def translation_by_length(quick, printer):
-    sources, references = translation.preset_splits(PRESETS["attention"])["test"]
+    sources, references = splits.preset_splits(PRESETS["attention"])["test"]
     if quick:
         sources, references = sources[:60], references[:60]
     beam = 1 if quick else 5
@@ -51,7 +53,7 @@ def translation_by_length(quick, printer):
     outputs = {}
     for kind, name in PRESETS.items():
         model = zoo.load(name)
-        scores, outputs[kind] = translation.score_translations(model, sources, references,
+        scores, outputs[kind] = scoring.score_translations(model, sources, references,
                                                                beam_size=beam)
         results["models"][kind] = {"preset": name, "bleu": scores["bleu"]["score"],
                                    "bleu_by_source_length": scores["bleu_by_source_length"]}

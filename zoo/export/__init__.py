@@ -32,13 +32,13 @@ RUNNERS = {"translation": "TFLiteTranslator", "language_model": "TFLiteLanguageM
 
 
 def model_kind(model):
-    """The model's ``kind`` (``zoo.models.KINDS``): what each exporter writes."""
-    from zoo.models import PresetModel
+    """The model's kind (``zoo.models.KINDS``): what each exporter writes."""
+    from zoo.models import preset_model
 
-    if not isinstance(model, PresetModel):
-        raise ValueError(f"{type(model).__name__} cannot be exported: zoo exports translation "
-                         "models, language models and classifiers.")
-    return model.kind
+    try:
+        return preset_model.kind_of(model)
+    except ValueError as error:
+        raise ValueError(f"{type(model).__name__} cannot be exported: {error}") from None
 
 
 def export(model, format, directory, name=None, **options):

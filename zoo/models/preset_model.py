@@ -93,6 +93,15 @@ class PresetModel(keras.Model):
         return presets.save(self, directory, metadata, card, weights_dtype)
 
 
+def kind_of(model):
+    """The kind of a model (``KINDS``), or a clear error for a model that is no zoo model
+    (a ``.keras`` file of another Keras model, say)."""
+    if not isinstance(model, PresetModel):
+        raise ValueError(f"{type(model).__name__} is not a zoo model: zoo's models are of the "
+                         f"kinds {', '.join(KINDS)} (zoo.models).")
+    return model.kind
+
+
 def preset_kind(name_or_directory):
     """The kind of model a preset holds, read from its config (nothing is built)."""
     class_name = presets.model_class_name(name_or_directory)

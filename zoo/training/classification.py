@@ -13,10 +13,10 @@ import numpy as np
 
 import zoo.models
 from zoo import presets
-from zoo.data import sentiment_behaviour, sentiment_templates, sst2
+from zoo.data import sentiment_templates, sst2
+from zoo.evaluation import cards, classifier
 from zoo.text.preprocessor import ClassifierPreprocessor
 from zoo.text.vocabulary import pad_batch
-from zoo.training import shipping
 from zoo.training.batches import bucketed_dataset
 from zoo.training.loop import Ids
 from zoo.training.optimizer import adam
@@ -24,12 +24,6 @@ from zoo.training.task import Task
 
 # Settings of ``model_config`` that belong to the text pipeline (the model takes them too).
 TEXT_SETTINGS = ("language", "lowercase", "max_length")
-
-
-def accuracy(model, sentences, labels):
-    """Percentage of sentences whose likeliest label is the reference."""
-    predicted = model.probabilities(sentences).argmax(axis=-1)
-    return round(100 * float(np.mean(predicted == np.asarray(labels))), 2)
 
 
 def make_dataset(model, sentences, labels, batch_size, shuffle, seed=0):
@@ -50,7 +44,6 @@ class ClassificationTask(Task):
 
     monitor = "val_accuracy"
     preprocessor_class = ClassifierPreprocessor
-    model_method = "classify"
     seeds_apart = True
     validation_metrics = {"accuracy": keras.metrics.sparse_categorical_accuracy}
 
@@ -129,29 +122,10 @@ class ClassificationTask(Task):
                          "split"}
 
     def score(self, shipped, splits):
-        scores = {}
-        for split in ("validation", "test"):
-            scores[split] = {"accuracy": accuracy(shipped, *splits[split]),
-                             "sentences": len(splits[split][0])}
-            self.printer(f"{split}: {scores[split]}")
-        behaviour = sentiment_behaviour.score(shipped)
-        self.printer(f"behaviour: {({k: v['percent'] for k, v in behaviour.items()})}")
-        return {**scores, "behaviour": behaviour,
-                "headline": f"test accuracy {scores['test']['accuracy']}%"}
+        return classifier.preset_scores(shipped, splits, self.printer)
 
     def card(self, metadata):
-        return model_card(metadata)
-
-    @staticmethod
-    def evaluate_file(model, metadata, path, beam_size=1, batch_size=64):
-        unreadable = []
-        sentences, labels = sst2.read_tsv(path, unreadable)
-        if not sentences:
-            raise ValueError(f"{path} holds no sentences.")
-        value = accuracy(model, sentences, labels)
-        return ({"metric": "accuracy", "value": value, "examples": len(sentences),
-                 "unreadable_lines": len(unreadable)},
-                [f"accuracy {value}% on {len(sentences)} sentences"])
+        return cards.classifier_card(metadata)
 
 
 def _user_splits(path):
@@ -162,30 +136,3 @@ def _user_splits(path):
     return {split: ([s for s, n in zip(sentences, names) if n == split],
                     [label for label, n in zip(labels, names) if n == split])
             for split in ("train", "validation", "test")}
-
-
-def model_card(metadata):
-    lines = [
-        f"# {metadata['name']}", "", metadata.get("description", ""), "",
-        f"Architecture: `{metadata['architecture']}`, {metadata['parameters']:,} parameters, "
-        f"labels {', '.join(metadata['labels'])}.", "",
-        "## Scores", "", "| split | sentences | accuracy % |", "|---|---|---|",
-    ]
-    for split in ("validation", "test"):
-        lines.append(f"| {split} | {metadata[split]['sentences']} | {metadata[split]['accuracy']} |")
-    by_seed = metadata["training"].get("best_val_accuracy_by_seed", {})
-    if len(by_seed) > 1:
-        lines += ["", f"Seeds trained (best validation accuracy %): "
-                      f"{', '.join(f'{s}: {a}' for s, a in by_seed.items())}; the best on "
-                      f"validation, seed {metadata['training']['seed']}, ships."]
-    if "behaviour" in metadata:
-        lines += ["", "## Behaviour", "",
-                  "Short sentences built from templates, one capability each "
-                  "(`zoo.data.sentiment_behaviour`, after CheckList; none is in the training "
-                  "data, nor are their words in the templated training examples):", "",
-                  "| capability | passed | of | % |", "|---|---|---|---|"]
-        for capability, result in metadata["behaviour"].items():
-            lines.append(f"| {capability} | {result['passed']} | {result['cases']} | "
-                         f"{result['percent']} |")
-    lines += [""] + shipping.card_training_lines(metadata, sizes_key="sentences")
-    return "\n".join(lines + [""])

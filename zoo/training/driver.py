@@ -23,6 +23,7 @@ import keras
 import numpy as np
 
 from zoo import presets
+from zoo.evaluation import cards
 from zoo.files import staging_folder
 from zoo.training import callbacks, loop, recipes, shipping
 from zoo.training.classification import ClassificationTask
@@ -184,7 +185,7 @@ def _average_if_better(task, trained, averaging, validation_data):
               **{name: {which: round(values[name], 4) for which, values in figures.items()}
                  for name in dict.fromkeys(("val_loss", monitor))},
               "chosen_by": monitor, "shipped": shipped}
-    task.printer(f"checkpoint averaging: {shipping.averaging_summary(record)}")
+    task.printer(f"checkpoint averaging: {cards.averaging_summary(record)}")
     return record
 
 

@@ -14,13 +14,13 @@ import numpy as np
 import zoo.models
 from zoo import presets
 from zoo.data import shakespeare
+from zoo.evaluation import cards
+from zoo.evaluation import language_model as scoring
+from zoo.evaluation.splits import TEXT_CORPORA, text_splits
 from zoo.text.preprocessor import CharacterPreprocessor
-from zoo.training import shipping
 from zoo.training.loop import EpochData, Ids
 from zoo.training.optimizer import adam
 from zoo.training.task import Task
-
-CORPORA = {"tinyshakespeare": shakespeare}
 
 
 def windows(ids, sequence_length, batch_size, shuffle, seed=0):
@@ -62,25 +62,15 @@ def build_model(characters, model_config):
     return model
 
 
-def score(model, text):
-    nats = model.nats_per_char(text)
-    return {"nats_per_char": round(nats, 4), "bits_per_char": round(nats / math.log(2), 4),
-            "characters": len(text) - 1}
-
-
 class LanguageModelTask(Task):
-    """A character language model on a corpus of ``CORPORA`` or a user's text file."""
+    """A character language model on a corpus of ``TEXT_CORPORA`` or a user's text file."""
 
     preprocessor_class = CharacterPreprocessor
-    model_method = "generate"
 
     def read_splits(self):
         if self.data_file:
             return shakespeare.split(shakespeare.read_text(self.data_file))
-        corpus = self.recipe.corpus
-        if corpus not in CORPORA:
-            raise ValueError(f"Unknown text corpus {corpus!r}; known: {', '.join(CORPORA)}.")
-        return CORPORA[corpus].split(CORPORA[corpus].load(self.data_dir))
+        return text_splits(self.recipe.corpus, self.data_dir)
 
     @staticmethod
     def split_sizes(splits):
@@ -141,50 +131,14 @@ class LanguageModelTask(Task):
         if self.data_file:
             return {"file": str(self.data_file), "sha256": presets.sha256(self.data_file),
                     "characters": sizes, "split": "by position: 90% / 5% / 5%, test last"}
-        corpus = CORPORA[self.recipe.corpus]
+        corpus = TEXT_CORPORA[self.recipe.corpus]
         return {"file": corpus.FILE, "url": corpus.URL, "sha256": corpus.SHA256,
                 "characters": sizes,
                 "split": "by position: first 90% train, next 5% validation, last 5% test"}
 
     def score(self, shipped, splits):
         """Validation and test, with a sample of the preset's text."""
-        scores = {}
-        for split in ("validation", "test"):
-            scores[split] = score(shipped, splits[split])
-            self.printer(f"{split}: {scores[split]}")
-        test = scores["test"]
-        return {**scores, "sample": shipped.generate("ROMEO:", 300, temperature=0.8, seed=0),
-                "headline": f"test {test['nats_per_char']} nats/char "
-                            f"({test['bits_per_char']} bits/char)"}
+        return scoring.preset_scores(shipped, splits, self.printer)
 
     def card(self, metadata):
-        return model_card(metadata)
-
-    @staticmethod
-    def evaluate_file(model, metadata, path, beam_size=1, batch_size=64):
-        unreadable = []
-        result = score(model, shakespeare.read_text(path, unreadable))
-        return ({"metric": "nats_per_char", "value": result["nats_per_char"],
-                 "examples": result["characters"], "bits_per_char": result["bits_per_char"],
-                 "unreadable_lines": len(unreadable)},
-                [f"{result['nats_per_char']} nats/char ({result['bits_per_char']} bits/char) "
-                 f"over {result['characters']:,} characters"])
-
-
-def model_card(metadata):
-    lines = [
-        f"# {metadata['name']}", "", metadata.get("description", ""), "",
-        f"Architecture: `{metadata['architecture']}`, {metadata['parameters']:,} parameters, "
-        f"{metadata['vocabulary']['characters']} characters.", "",
-        "## Scores (text read in one pass, state carried)", "",
-        "| split | characters | nats/char | bits/char |", "|---|---|---|---|",
-    ]
-    for split in ("validation", "test"):
-        result = metadata[split]
-        lines.append(f"| {split} | {result['characters']:,} | {result['nats_per_char']} | "
-                     f"{result['bits_per_char']} |")
-    lines += [
-        "", "Sample (`model.generate(\"ROMEO:\", 300, temperature=0.8, seed=0)`):", "", "```",
-        "ROMEO:" + metadata["sample"], "```", "",
-    ] + shipping.card_training_lines(metadata, sizes_key="characters")
-    return "\n".join(lines + [""])
+        return cards.language_model_card(metadata)

@@ -43,37 +43,6 @@ def _has_gpu():
     return "gpu" in devices or "cuda" in devices
 
 
-def card_training_lines(metadata, sizes_key):
-    """The model card's "Training" section (every kind of preset)."""
-    training, data = metadata["training"], metadata["data"]
-    return [
-        "## Training",
-        "",
-        f"- command: `{training['command']}`",
-        f"- data: {data.get('file') or data.get('generator') or 'the mix above'} "
-        f"({data[sizes_key]}); split {data['split']}",
-        f"- epochs: {training['epochs_run']} (best {training['best_epoch']}), wall time "
-        f"{training['wall_time_seconds'] / 60:.0f} min on {training['machine']}",
-        f"- weights stored as {metadata['weights_dtype']}; file size "
-        f"{metadata.get('size_bytes', 0) / 1e6:.1f} MB",
-    ] + ([f"- checkpoint averaging: {averaging_summary(training['checkpoint_averaging'])}"]
-         if "checkpoint_averaging" in training else []) + (
-        [f"- note: {training['note']}"] if "note" in training else [])
-
-
-def averaging_summary(averaging):
-    """Checkpoint averaging's choice in one line (``driver._average_if_better``'s record)."""
-    epochs, count = averaging["epochs_averaged"], averaging["average_last"]
-    ran = f"; only {len(epochs)} epochs ran" if len(epochs) < count else ""
-    figures = ", ".join(f"{name} {values['average']} averaged, {values['final']} final"
-                        for name, values in averaging.items() if name.startswith("val_"))
-    ships = {"average": "the average ships", "final": "the final weights ship"}[
-        averaging["shipped"]]
-    return (f"the mean of the weights of epochs {', '.join(map(str, epochs))} (average_last "
-            f"{count}{ran}) against the final weights: {figures}; {ships} (chosen on "
-            f"{averaging['chosen_by']})")
-
-
 def ship(model, out_dir, metadata, score, card):
     """Save a preset, score what ships, and save it again with its scores and card.
 

@@ -1,6 +1,6 @@
 """What the driver asks of each kind of preset (``zoo.training.driver`` calls these in
-order): its data splits, its text pipeline and model, its datasets, how it is compiled,
-described and scored, and its model card."""
+order): its data splits, its text pipeline and model, its datasets, how it is compiled
+and described; its scores and model card are ``zoo.evaluation``'s, which it calls."""
 
 
 class Task:
@@ -12,7 +12,6 @@ class Task:
 
     monitor = "val_loss"
     preprocessor_class = None  # the text pipeline's class (``save(dir)``, ``load(dir)``)
-    model_method = None  # what its models do for users: translate, generate, classify
     # Train in seed_N folders, and record the seed, even for one seed (the classifier's
     # runs were always kept apart so); other tasks do when the recipe lists ``seeds``.
     seeds_apart = False
@@ -87,11 +86,5 @@ class Task:
         raise NotImplementedError
 
     def card(self, metadata):
-        """The model card (README.md) from the metadata."""
-        raise NotImplementedError
-
-    @staticmethod
-    def evaluate_file(model, metadata, path, beam_size=1, batch_size=64):
-        """A trained model (``metadata``: its preset's) scored on a user's file of the
-        task's examples (``zoo evaluate``): ``(result for --json, lines to print)``."""
+        """The model card (README.md) from the metadata (``zoo.evaluation.cards``)."""
         raise NotImplementedError

@@ -181,6 +181,11 @@ def attention_on_punctuation(sources, outputs, attentions, source_language, targ
 SEQUENCE_METRICS = ("bleu", "exact_match")
 
 
+def metric_of(metadata):
+    """The metric a sequence-to-sequence preset is judged by: BLEU unless it says otherwise."""
+    return metadata.get("metric", "bleu")
+
+
 def sequence_score(metric, hypotheses, references, target_language):
     """The one number a sequence-to-sequence preset is judged by."""
     if metric == "exact_match":

@@ -1,4 +1,5 @@
-"""zoo.evaluation: BLEU, chrF, exact match and the by-source-length breakdowns.
+"""zoo.evaluation.metrics (reached as ``zoo.evaluation.bleu`` and so on): BLEU, chrF, exact
+match and the by-source-length breakdowns.
 
 Expected values are worked out by hand (BLEU's n-gram precisions, brevity penalty and
 smoothing) or taken from sacreBLEU's own corpus functions called directly.
@@ -332,3 +333,19 @@ def test_decoding_failures_keeps_a_phrase_the_reference_repeats_and_counts_chine
                                         "zh")["short"] == 50.0
     with pytest.raises(ValueError, match="one hypothesis per reference"):
         evaluation.decoding_failures(["a"], ["a", "b"], "en")
+
+
+def test_the_package_reaches_every_public_metric():
+    # The docs and the model cards name them as zoo.evaluation.X.
+    import ast
+    import inspect
+
+    from zoo.evaluation import metrics
+
+    defined = ast.parse(inspect.getsource(metrics)).body
+    public = {node.name for node in defined if isinstance(node, ast.FunctionDef)} | {
+        target.id for node in defined if isinstance(node, ast.Assign)
+        for target in node.targets}
+    public = {name for name in public if not name.startswith("_")}
+    assert public - set(evaluation.__all__) == set()
+    assert all(getattr(evaluation, name) is getattr(metrics, name) for name in public)
