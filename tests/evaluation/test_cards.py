@@ -6,20 +6,11 @@ import zoo
 from zoo import presets
 from zoo.evaluation import cards
 
-CARD_OF_TASK = {"language_modeling": cards.language_model_card,
-                "classification": cards.classifier_card}
-# Their metadata gained a training note after their cards were written (on the GPU machine
-# that trained them: training/charlm_on_jax.py); the card of their metadata has the note.
-CARD_WITHOUT_NOTE = ("gru_charlm_shakespeare", "lstm_charlm_shakespeare",
-                     "rnn_charlm_shakespeare")
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="README lacks the note"))
-    if name in CARD_WITHOUT_NOTE else name for name in zoo.list_models()])
+@pytest.mark.parametrize("name", zoo.list_models())
 def test_a_shipped_presets_card_is_the_one_its_metadata_renders(name):
-    metadata = presets.describe(name)
-    card = CARD_OF_TASK.get(metadata.get("task"), cards.translation_card)(metadata)
+    from zoo.models import preset_model
+
+    card = cards.CARDS[preset_model.preset_kind(name)](presets.describe(name))
     assert card == (presets.resolve(name) / "README.md").read_text(encoding="utf-8")
 
 

@@ -248,3 +248,8 @@ def averaging_summary(averaging):
     return (f"the mean of the weights of epochs {', '.join(map(str, epochs))} (average_last "
             f"{count}{ran}) against the final weights: {figures}; {ships} (chosen on "
             f"{averaging['chosen_by']})")
+
+
+# The card of each kind of model (``zoo.models.KINDS``), from a preset's metadata.
+CARDS = {"translation": translation_card, "language_model": language_model_card,
+         "classifier": classifier_card}

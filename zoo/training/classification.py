@@ -14,7 +14,7 @@ import numpy as np
 import zoo.models
 from zoo import presets
 from zoo.data import sentiment_templates, sst2
-from zoo.evaluation import cards, classifier
+from zoo.evaluation import classifier
 from zoo.text.preprocessor import ClassifierPreprocessor
 from zoo.text.vocabulary import pad_batch
 from zoo.training.batches import bucketed_dataset
@@ -43,7 +43,7 @@ class ClassificationTask(Task):
     """A classifier on SST-2 or a user's ``label<TAB>sentence`` file."""
 
     monitor = "val_accuracy"
-    preprocessor_class = ClassifierPreprocessor
+    kind = "classifier"
     seeds_apart = True
     validation_metrics = {"accuracy": keras.metrics.sparse_categorical_accuracy}
 
@@ -123,9 +123,6 @@ class ClassificationTask(Task):
 
     def score(self, shipped, splits):
         return classifier.preset_scores(shipped, splits, self.printer)
-
-    def card(self, metadata):
-        return cards.classifier_card(metadata)
 
 
 def _user_splits(path):

@@ -14,7 +14,6 @@ import numpy as np
 import zoo.models
 from zoo import presets
 from zoo.data import shakespeare
-from zoo.evaluation import cards
 from zoo.evaluation import language_model as scoring
 from zoo.evaluation.splits import TEXT_CORPORA, text_splits
 from zoo.text.preprocessor import CharacterPreprocessor
@@ -65,7 +64,7 @@ def build_model(characters, model_config):
 class LanguageModelTask(Task):
     """A character language model on a corpus of ``TEXT_CORPORA`` or a user's text file."""
 
-    preprocessor_class = CharacterPreprocessor
+    kind = "language_model"
 
     def read_splits(self):
         if self.data_file:
@@ -139,6 +138,3 @@ class LanguageModelTask(Task):
     def score(self, shipped, splits):
         """Validation and test, with a sample of the preset's text."""
         return scoring.preset_scores(shipped, splits, self.printer)
-
-    def card(self, metadata):
-        return cards.language_model_card(metadata)

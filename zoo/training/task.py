@@ -11,7 +11,7 @@ class Task:
     """
 
     monitor = "val_loss"
-    preprocessor_class = None  # the text pipeline's class (``save(dir)``, ``load(dir)``)
+    kind = None  # the kind of model it trains (``zoo.models.KINDS``), which keys its card
     # Train in seed_N folders, and record the seed, even for one seed (the classifier's
     # runs were always kept apart so); other tasks do when the recipe lists ``seeds``.
     seeds_apart = False
@@ -85,6 +85,15 @@ class Task:
         """The scores of the shipped preset (and its ``headline``), for its metadata."""
         raise NotImplementedError
 
+    @property
+    def preprocessor_class(self):
+        """The text pipeline's class (``save(dir)``, ``load(dir)``): its model kind's."""
+        from zoo.models import KINDS
+
+        return KINDS[self.kind].preprocessor_class
+
     def card(self, metadata):
-        """The model card (README.md) from the metadata (``zoo.evaluation.cards``)."""
-        raise NotImplementedError
+        """The model card (README.md) of its kind, from the metadata."""
+        from zoo.evaluation import cards
+
+        return cards.CARDS[self.kind](metadata)

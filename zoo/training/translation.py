@@ -17,7 +17,6 @@ import numpy as np
 import zoo.models
 from zoo import presets
 from zoo.data import generated, parallel, tatoeba
-from zoo.evaluation import cards
 from zoo.evaluation import splits as split_rules
 from zoo.evaluation import translation as scoring
 from zoo.evaluation.metrics import metric_of
@@ -95,7 +94,7 @@ def compile_for_training(model, learning_rate=1e-3, clipnorm=1.0, ema_momentum=N
 class TranslationTask(Task):
     """A translator on a Tatoeba corpus, a user's TSV of pairs, or a tfds corpus."""
 
-    preprocessor_class = TranslationPreprocessor
+    kind = "translation"
 
     def __init__(self, recipe, data_file=None, data_dir=None, printer=print, tfds_name=None):
         super().__init__(recipe, data_file, data_dir, printer)
@@ -391,9 +390,6 @@ class TranslationTask(Task):
                                               self.printer, name)
                 for name, (sources, references) in self.real_text_tests().items()}
         return scores
-
-    def card(self, metadata):
-        return cards.translation_card(metadata)
 
 
 def _copy_weights(source, model, name):
