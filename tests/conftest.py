@@ -148,9 +148,9 @@ def toy_preset(toy_translators, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def exports(tmp_path_factory):
-    """``exports(model) -> (SavedModel, LiteRT runner)``: ``model`` exported in both formats
-    once per test run (the exports are the slow part of every runtime test), the SavedModel
+def exported_runtimes(tmp_path_factory):
+    """``exported_runtimes(model) -> (SavedModel, LiteRT runner)``: ``model`` exported in both formats
+    once per test process (the exports are the slow part of every runtime test), the SavedModel
     loaded with TensorFlow and the .tflite file opened with the runner of the model's kind
     (``zoo.export.RUNNERS``)."""
     import tensorflow as tf

@@ -27,9 +27,9 @@ NOT_UTF8 = b"\xff\xfe\xc3("  # invalid start bytes, then a truncated two-byte se
 
 
 @pytest.fixture(scope="module")
-def translators(toy_translators, exports):
+def translators(toy_translators, exported_runtimes):
     model = toy_translators["attention"]
-    saved, tflite = exports(model)
+    saved, tflite = exported_runtimes(model)
 
     def served(texts):
         result = saved.signatures["serving_default"](texts=tf.constant(texts, tf.string))
@@ -110,10 +110,10 @@ def test_cli_reports_bad_input_in_one_line(toy_preset, capsys):
 # -- language models ------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def generators(exports, tmp_path_factory):
+def generators(exported_runtimes, tmp_path_factory):
     tf.keras.utils.set_random_seed(0)
     model = tiny_language_model("gru")
-    saved, tflite = exports(model)
+    saved, tflite = exported_runtimes(model)
     folder = tmp_path_factory.mktemp("bad_input_lm")
 
     def served(prompt, length, temperature=1.0, seed=None):
@@ -164,13 +164,13 @@ def test_a_prompt_too_long_or_not_a_string_is_refused(generators):
 
 
 @pytest.fixture(scope="module")
-def classifiers(exports, tmp_path_factory):
+def classifiers(exported_runtimes, tmp_path_factory):
     tf.keras.utils.set_random_seed(0)
     preprocessor = ClassifierPreprocessor.train(["a good film , a bad film"])
     model = TextClassifier(len(preprocessor.vocabulary), embedding_dim=8, units=8, dropout=0.0)
     model.build()
     model.set_preprocessor(preprocessor)
-    saved, tflite = exports(model)
+    saved, tflite = exported_runtimes(model)
     folder = tmp_path_factory.mktemp("bad_input_classifier")
 
     def served(texts):

@@ -58,8 +58,9 @@ TRANSLATION = KindCase(
     # one ends most sentences at once, which would compare empty texts.
     model=lambda request: request.getfixturevalue("toy_translators")["attention"],
     inputs=[SOURCES[0], SOURCES[2], "你好 🙂"],
-    network=lambda model, texts: model((model.preprocessor.encode_sources(texts),
-                                        model.preprocessor.encode_targets(TARGETS[:len(texts)])[0])),
+    network=lambda model, texts: model((
+        model.preprocessor.encode_sources(texts),
+        model.preprocessor.encode_targets(TARGETS[:len(texts)])[0])),
     python=lambda model, texts: {"greedy": model.translate(texts),
                                  "beam": model.translate(texts, beam_size=BEAM)},
     saved_model=_translations,
@@ -158,10 +159,10 @@ def test_a_model_without_its_preprocessor_says_what_it_lacks(kind, request):
 
 
 @pytest.mark.slow
-def test_python_saved_model_and_tflite_agree(kind, request, exports):
+def test_python_saved_model_and_tflite_agree(kind, request, exported_runtimes):
     case = CASES[kind]
     model = case.model(request)
-    saved, runner = exports(model)
+    saved, runner = exported_runtimes(model)
     expected = case.python(model, case.inputs)
     assert_same_outputs(case.saved_model(saved, case.inputs), expected, case.atol)
     assert_same_outputs(case.tflite(runner, case.inputs), expected, case.atol)
