@@ -98,6 +98,23 @@ def tiny_classifier():
     return model
 
 
+# -- a verse and a character language model of its characters ---------------------------
+
+VERSE = "ROMEO:\nBut soft, what light through yonder window breaks?\n\n" * 3
+CHARACTERS = sorted(set(VERSE))
+
+
+def tiny_language_model(cell, units=16, num_layers=1):
+    from zoo.models import CharLanguageModel
+    from zoo.text.preprocessor import CharacterPreprocessor
+
+    model = CharLanguageModel(len(CHARACTERS), cell=cell, embedding_dim=8, units=units,
+                              num_layers=num_layers)
+    model.build()
+    model.set_preprocessor(CharacterPreprocessor(CHARACTERS))
+    return model
+
+
 @pytest.fixture(scope="session")
 def toy_translators():
     """Both tiny models, fitted until they reproduce the toy corpus."""
@@ -128,6 +145,31 @@ def toy_preset(toy_translators, tmp_path_factory):
 
     directory = tmp_path_factory.mktemp("presets") / "toy_zh_en"
     return presets.save(toy_translators["attention"], directory, metadata={"task": "translation"})
+
+
+@pytest.fixture(scope="session")
+def exported_runtimes(tmp_path_factory):
+    """``exported_runtimes(model) -> (SavedModel, LiteRT runner)``: ``model`` exported in both formats
+    once per test process (the exports are the slow part of every runtime test), the SavedModel
+    loaded with TensorFlow and the .tflite file opened with the runner of the model's kind
+    (``zoo.export.RUNNERS``)."""
+    import tensorflow as tf
+
+    from zoo import export
+
+    made = {}  # id(model) -> (model, SavedModel, runner); the model kept, so its id is not reused
+
+    def exported(model):
+        if id(model) not in made:
+            folder = tmp_path_factory.mktemp(f"exports_{model.kind}")
+            saved = tf.saved_model.load(str(export.export(model, "saved_model", folder,
+                                                          name=model.kind)))
+            runner = getattr(export, export.RUNNERS[model.kind])(
+                export.export(model, "tflite", folder, name=model.kind))
+            made[id(model)] = model, saved, runner
+        return made[id(model)][1:]
+
+    return exported
 
 
 def tflite_operators(path):

@@ -9,16 +9,15 @@ import re
 import pytest
 import tensorflow as tf
 
-from zoo import export, presets
+from zoo import presets
 from zoo.cli import main
-from zoo.export import TFLiteClassifier, TFLiteLanguageModel, TFLiteTranslator
-from zoo.models import CharLanguageModel, TextClassifier
+from zoo.models import TextClassifier
 from zoo.text import Vocabulary
-from zoo.text.preprocessor import CharacterPreprocessor, ClassifierPreprocessor
+from zoo.text.preprocessor import ClassifierPreprocessor
 from zoo.text.codec import (MAX_BEAM_SIZE, MAX_GENERATION_LENGTH, MAX_OUTPUT_LENGTH,
                             MAX_TEXT_LENGTH)
 
-from conftest import SOURCES
+from conftest import CHARACTERS, SOURCES, tiny_language_model
 
 TOO_LONG = "书" * 10_000
 LONGEST = "书" * MAX_TEXT_LENGTH
@@ -28,11 +27,9 @@ NOT_UTF8 = b"\xff\xfe\xc3("  # invalid start bytes, then a truncated two-byte se
 
 
 @pytest.fixture(scope="module")
-def translators(toy_translators, tmp_path_factory):
+def translators(toy_translators, exported_runtimes):
     model = toy_translators["attention"]
-    folder = tmp_path_factory.mktemp("bad_input_translation")
-    saved = tf.saved_model.load(str(export.export(model, "saved_model", folder, name="toy")))
-    tflite = TFLiteTranslator(export.export(model, "tflite", folder, name="toy"))
+    saved, tflite = exported_runtimes(model)
 
     def served(texts):
         result = saved.signatures["serving_default"](texts=tf.constant(texts, tf.string))
@@ -112,18 +109,12 @@ def test_cli_reports_bad_input_in_one_line(toy_preset, capsys):
 
 # -- language models ------------------------------------------------------------------------
 
-CHARACTERS_LM = sorted(set("ROMEO:\nBut soft, what light through yonder window breaks?"))
-
-
 @pytest.fixture(scope="module")
-def generators(tmp_path_factory):
+def generators(exported_runtimes, tmp_path_factory):
     tf.keras.utils.set_random_seed(0)
-    model = CharLanguageModel(len(CHARACTERS_LM), cell="gru", embedding_dim=8, units=16)
-    model.build()
-    model.set_preprocessor(CharacterPreprocessor(CHARACTERS_LM))
+    model = tiny_language_model("gru")
+    saved, tflite = exported_runtimes(model)
     folder = tmp_path_factory.mktemp("bad_input_lm")
-    saved = tf.saved_model.load(str(export.export(model, "saved_model", folder, name="lm")))
-    tflite = TFLiteLanguageModel(export.export(model, "tflite", folder, name="lm"))
 
     def served(prompt, length, temperature=1.0, seed=None):
         prompt = prompt if isinstance(prompt, bytes) else tf.constant(prompt, tf.string)
@@ -173,15 +164,14 @@ def test_a_prompt_too_long_or_not_a_string_is_refused(generators):
 
 
 @pytest.fixture(scope="module")
-def classifiers(tmp_path_factory):
+def classifiers(exported_runtimes, tmp_path_factory):
     tf.keras.utils.set_random_seed(0)
     preprocessor = ClassifierPreprocessor.train(["a good film , a bad film"])
     model = TextClassifier(len(preprocessor.vocabulary), embedding_dim=8, units=8, dropout=0.0)
     model.build()
     model.set_preprocessor(preprocessor)
+    saved, tflite = exported_runtimes(model)
     folder = tmp_path_factory.mktemp("bad_input_classifier")
-    saved = tf.saved_model.load(str(export.export(model, "saved_model", folder, name="sst")))
-    tflite = TFLiteClassifier(export.export(model, "tflite", folder, name="sst"))
 
     def served(texts):
         result = saved.signatures["serving_default"](texts=tf.constant(texts, tf.string))
@@ -305,10 +295,7 @@ def test_cli_classify_reports_an_unreadable_line_and_goes_on(small_classifier, t
 @pytest.fixture(scope="module")
 def small_language_model():
     tf.keras.utils.set_random_seed(0)
-    model = CharLanguageModel(len(CHARACTERS_LM), cell="gru", embedding_dim=8, units=16)
-    model.build()
-    model.set_preprocessor(CharacterPreprocessor(CHARACTERS_LM))
-    return model
+    return tiny_language_model("gru")
 
 
 def test_generating_no_characters_gives_an_empty_text(small_language_model):
@@ -505,7 +492,7 @@ def test_sampled_translation_runtimes_agree(translators, texts, temperature, see
 
 @pytest.mark.slow
 @SLOW_FUZZ
-@given(prompt=st.one_of(st.text(st.sampled_from(CHARACTERS_LM), max_size=12),
+@given(prompt=st.one_of(st.text(st.sampled_from(CHARACTERS), max_size=12),
                        st.text(st.sampled_from(FUZZ_CHARACTERS), max_size=3)),
        length=st.one_of(st.integers(-2, 30), st.sampled_from([MAX_GENERATION_LENGTH + 1])),
        temperature=NUMBERS, seed=st.integers(0, 2**31 - 1))

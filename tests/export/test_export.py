@@ -333,7 +333,8 @@ def test_an_export_name_is_a_plain_file_name(model, tmp_path):
             export.export(model, "tflite", tmp_path, name=name)
 
 
-def test_a_text_without_tokens_translates_to_nothing_in_every_runtime(toy_translators, tmp_path):
+def test_a_text_without_tokens_translates_to_nothing_in_every_runtime(toy_translators,
+                                                                     exported_runtimes):
     from conftest import SOURCES
 
     model = toy_translators["attention"]
@@ -345,12 +346,11 @@ def test_a_text_without_tokens_translates_to_nothing_in_every_runtime(toy_transl
     assert translations == [""] and attention[0].shape == (0, 0)
     with pytest.raises(ValueError, match="Nothing to align: ' ' has no tokens"):
         model.align(" ")
-    saved = tf.saved_model.load(str(export.export(model, "saved_model", tmp_path, name="toy")))
+    saved, translator = exported_runtimes(model)
     for signature, arguments in (("serving_default", {}),
                                  ("translate_beam", {"beam_size": tf.constant(3)})):
         served = saved.signatures[signature](texts=tf.constant(texts), **arguments)["translations"]
         assert [t.decode() for t in served.numpy()][:2] == ["", ""]
     served = saved.signatures["serving_default"](texts=tf.constant(texts))["translations"]
     assert [t.decode() for t in served.numpy()] == expected
-    assert TFLiteTranslator(export.export(model, "tflite", tmp_path, name="toy")).translate(
-        texts) == expected
+    assert translator.translate(texts) == expected

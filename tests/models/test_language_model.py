@@ -13,21 +13,9 @@ from zoo import export, presets, training
 from zoo.cli import main
 from zoo.export import TFLiteLanguageModel
 from zoo.models import CharLanguageModel
-from zoo.text.preprocessor import CharacterPreprocessor
 
-from conftest import builtin_only, tflite_operators
+from conftest import CHARACTERS, VERSE, builtin_only, tflite_operators, tiny_language_model
 from testcase import run_preset_test
-
-VERSE = "ROMEO:\nBut soft, what light through yonder window breaks?\n\n" * 3
-CHARACTERS = sorted(set(VERSE))
-
-
-def tiny_language_model(cell, units=16, num_layers=1):
-    model = CharLanguageModel(len(CHARACTERS), cell=cell, embedding_dim=8, units=units,
-                              num_layers=num_layers)
-    model.build()
-    model.set_preprocessor(CharacterPreprocessor(CHARACTERS))
-    return model
 
 
 @pytest.fixture(scope="module")
