@@ -17,6 +17,7 @@ _LAYOUT_CACHE_FOLDER = tempfile.mkdtemp(prefix="zoo-tests-")
 atexit.register(shutil.rmtree, _LAYOUT_CACHE_FOLDER, ignore_errors=True)
 os.environ["ZOO_RNN_LAYOUT_CACHE"] = os.path.join(_LAYOUT_CACHE_FOLDER, "rnn_layouts.json")
 
+import zoo  # noqa: E402,F401  (first: its start-up filter quiets TensorFlow's import notices)
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -33,8 +33,10 @@ FILES = ["lstm_test.py", "gru_test.py", "simple_rnn_test.py", "bidirectional_tes
 def test_keras_rnn_tests_pass_with_the_zoo_layers(tmp_path):
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(TESTS), os.environ.get("PYTHONPATH", "")]), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    # -o addopts=: not this project's options (a process per core, -m 'not slow'), which
+    # pytest reads from its pyproject.toml when the venv lies inside the checkout.
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "zoo_layers_as_keras", "-p",
+        [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "zoo_layers_as_keras", "-p",
          "no:cacheprovider", "--rootdir", str(tmp_path),
          *(str(KERAS_RNN_TESTS / name) for name in FILES)],
         cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=900)
