@@ -12,8 +12,8 @@ def load_kind(name, kind):
     from zoo.models import preset_model
 
     model = zoo.load(name)
-    if getattr(model, "kind", None) != kind:
-        held = getattr(model, "kind", None)
+    held = getattr(model, "kind", None)  # None: a .keras file of another Keras model
+    if held != kind:
         fitting = [n for n in zoo.list_models() if preset_model.preset_kind(n) == kind]
         raise UsageError(f"{name!r} holds a model of kind {held or 'none (not a zoo model)'}, "
                          f"not {kind}; {kind} presets: {', '.join(fitting) or 'none'}.")

@@ -23,6 +23,7 @@ from zoo.evaluation.metrics import (
     metric_of, punctuation_only, real_text_scores, repeated_phrases, sequence_score,
     source_length, stutters, translation_scores, unknown_outputs)
 
+
 def scoring_of(kind):
     """The scoring module of a kind of model (``zoo.models.KINDS``), named after it:
     ``evaluate_file`` (``zoo evaluate``) and the scores a preset ships with. Imported when

@@ -38,7 +38,7 @@ def model_kind(model):
     try:
         return preset_model.kind_of(model)
     except ValueError as error:
-        raise ValueError(f"{type(model).__name__} cannot be exported: {error}") from None
+        raise ValueError(f"Cannot export it: {error}") from None
 
 
 def export(model, format, directory, name=None, **options):
