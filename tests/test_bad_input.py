@@ -14,8 +14,8 @@ from zoo.cli import main
 from zoo.models import TextClassifier
 from zoo.text import Vocabulary
 from zoo.text.preprocessor import ClassifierPreprocessor
-from zoo.text.codec import (MAX_BEAM_SIZE, MAX_GENERATION_LENGTH, MAX_OUTPUT_LENGTH,
-                            MAX_TEXT_LENGTH)
+from zoo.decoding.arguments import MAX_BEAM_SIZE, MAX_GENERATION_LENGTH, MAX_OUTPUT_LENGTH
+from zoo.text.codec import MAX_TEXT_LENGTH
 
 from conftest import CHARACTERS, SOURCES, tiny_language_model
 
@@ -348,14 +348,14 @@ def test_generating_no_characters_gives_an_empty_text_everywhere(generators, cap
 
 
 # -- property-based: every runtime gives the same answer, or refuses ------------------------
-# Fast: the Python rules (zoo.text.codec) against the SavedModel's graph checks and graph
+# Fast: the Python rules (zoo.decoding.arguments) against the SavedModel's graph checks and graph
 # preprocessing, run eagerly. Slow: the exported SavedModel and TFLite files themselves.
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from zoo.export import saved_model as saved_model_export  # noqa: E402
-from zoo.text import codec  # noqa: E402
+from zoo.decoding import arguments  # noqa: E402
 
 INF, NAN = float("inf"), float("nan")
 COUNTS = st.one_of(st.integers(-3, 70), st.sampled_from(
@@ -403,14 +403,14 @@ def _refused(call):
 
 def _python_filters(top_k, top_p):
     # The graph's "no cut" values are top_k 0 and top_p 1; Python's is None for both.
-    return codec.check_sampling_filters(None if top_k == 0 else top_k,
+    return arguments.check_sampling_filters(None if top_k == 0 else top_k,
                                         None if top_p == 1 else top_p)
 
 
 @FUZZ
 @given(beam_size=COUNTS, num_hypotheses=st.one_of(st.none(), COUNTS))
 def test_python_and_saved_model_refuse_the_same_beams(beam_size, num_hypotheses):
-    python = _refused(lambda: codec.check_search_arguments(beam_size,
+    python = _refused(lambda: arguments.check_search_arguments(beam_size,
                                                            num_hypotheses=num_hypotheses))
     if num_hypotheses is None:
         graph = _refused(lambda: saved_model_export.beam_checks(tf.constant(beam_size)))
@@ -425,7 +425,7 @@ def test_python_and_saved_model_refuse_the_same_beams(beam_size, num_hypotheses)
 def test_python_and_saved_model_refuse_the_same_sampling_arguments(length, temperature, seed,
                                                                   top_k, top_p):
     def python():
-        codec.check_generation_arguments(length, temperature, seed)
+        arguments.check_generation_arguments(length, temperature, seed)
         _python_filters(top_k, top_p)
 
     graph = _refused(lambda: saved_model_export.generation_checks(

@@ -28,6 +28,7 @@ import plotly.graph_objects as go  # noqa: E402
 
 import zoo  # noqa: E402
 from zoo import inspection, plots  # noqa: E402
+from zoo.decoding import BeamSearch  # noqa: E402
 from zoo.models import preset_model  # noqa: E402
 
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 7860
@@ -216,8 +217,8 @@ def translate(name, text, beam_size, hypotheses):
     """The best translation, the beam's n-best ``[score, text]`` rows and the attention
     (a figure, or a note saying why there is none)."""
     model, beam_size = loaded(name), whole(beam_size)
-    best = model.translate([require_text(text)], beam_size=beam_size,
-                           num_hypotheses=min(whole(hypotheses), beam_size))[0]
+    search = BeamSearch(beam_size, num_hypotheses=min(whole(hypotheses), beam_size))
+    best = model.translate([require_text(text)], search=search)[0]
     if not best[0]["text"]:
         raise ValueError(f"{name} produced nothing: it knows none of the words or characters "
                          f"of {text[:80]!r}.")
@@ -230,7 +231,7 @@ def attention_or_note(model, name, text, beam_size):
         return None, (f"{name} has no attention: its decoder sees only the encoder's final "
                       "state (one fixed-length vector), so there is no alignment to draw.")
     tokens = "characters" if model.source_language == "char" else "words"
-    return attention_figure(model.align(text, beam_size=beam_size), tokens), ""
+    return attention_figure(model.align(text, search=BeamSearch(beam_size)), tokens), ""
 
 
 @showing_bad_input(cleared=(None, None, ""))

@@ -20,7 +20,7 @@ from zoo.text import codec
 WINDOW_BATCHES = 16
 
 
-def translate_lines(model, lines, write, *, beam_size=1, batch_size=64, max_length=None,
+def translate_lines(model, lines, write, *, search=None, batch_size=64, max_length=None,
                     report=None, progress=False, total=None, rules=None):
     """Translate ``lines`` (an iterable of ``bytes`` or ``str``, line ends included or
     not) and ``write(text)`` one translation per line, in order.
@@ -29,7 +29,8 @@ def translate_lines(model, lines, write, *, beam_size=1, batch_size=64, max_leng
     not be translated (default: print to stderr). ``progress``: a tqdm bar on stderr,
     in sentences per second (``total``: the number of lines, when known).
 
-    ``rules``: ``model.translate``'s output rules (``no_repeat_ngram_size``, ...).
+    ``search``: a ``zoo.decoding`` search value (default: greedy); ``rules``:
+    ``model.translate``'s output rules (``no_repeat_ngram_size``, ...).
 
     Returns the number of lines reported.
     """
@@ -43,14 +44,14 @@ def translate_lines(model, lines, write, *, beam_size=1, batch_size=64, max_leng
             window.append((number, line))
             if len(window) == batch_size * WINDOW_BATCHES:
                 reported += _translate_window(model, window, write, report, bar,
-                                              beam_size, batch_size, max_length, rules)
+                                              search, batch_size, max_length, rules)
                 window = []
         reported += _translate_window(model, window, write, report, bar,
-                                      beam_size, batch_size, max_length, rules)
+                                      search, batch_size, max_length, rules)
     return reported
 
 
-def _translate_window(model, window, write, report, bar, beam_size, batch_size, max_length, rules):
+def _translate_window(model, window, write, report, bar, search, batch_size, max_length, rules):
     """Translate and write one window of ``(line number, line)``; the number reported."""
     outputs, texts, problems = {}, {}, 0
 
@@ -73,7 +74,7 @@ def _translate_window(model, window, write, report, bar, beam_size, batch_size, 
     for start in range(0, len(by_length), batch_size):
         numbers = by_length[start : start + batch_size]
         batch = [texts[number] for number in numbers]
-        translations = model.translate(batch, beam_size=beam_size, max_length=max_length,
+        translations = model.translate(batch, max_length=max_length, search=search,
                                        batch_size=batch_size, check_outputs=False,
                                        **(rules or {}))
         for number, text, translation in zip(numbers, batch, translations):

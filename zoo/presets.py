@@ -25,6 +25,7 @@ import re
 import shutil
 from pathlib import Path
 
+from zoo.decoding import arguments
 from zoo.files import staging_folder
 from zoo.text import codec
 
@@ -53,7 +54,7 @@ CONFIG_LIMITS = {
     # stacked recurrent layers [2]
     "num_layers": 8,
     # decoding buffers [64]: the limit of translate(max_length=...)
-    "max_output_length": codec.MAX_OUTPUT_LENGTH,
+    "max_output_length": arguments.MAX_OUTPUT_LENGTH,
     # tokens read [128]: a text has at most MAX_TEXT_LENGTH characters, so no more tokens
     "max_source_length": codec.MAX_TEXT_LENGTH, "max_length": codec.MAX_TEXT_LENGTH,
 }

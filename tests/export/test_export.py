@@ -18,6 +18,7 @@ import tensorflow as tf
 import zoo
 from zoo import evaluation, export
 from zoo.data import tatoeba
+from zoo.decoding import GreedySearch
 from zoo.export.runner import TFLiteTranslator
 
 from conftest import tflite_operators as _operators
@@ -172,7 +173,7 @@ def test_tflite_takes_any_source_length(exports, model):
 def test_tflite_float32_is_token_identical_to_keras(model, exports, sources):
     translator = TFLiteTranslator(exports["float32"])
     for text in sources:
-        keras_ids, _ = model._search(1, model.max_output_length, False)(
+        keras_ids, _ = model._compiled_search(GreedySearch(), model.max_output_length, False)(
             model.preprocessor.encode_sources([text]))
         np.testing.assert_array_equal(
             translator.translate_ids(translator.encode(text)), keras_ids[0], err_msg=text

@@ -3,12 +3,13 @@
 import os
 from pathlib import Path
 
-from zoo.cli.common import UsageError
+from zoo.cli.common import UsageError, add_search_options, search_from_options
 
 EXAMPLES = {
     "export": [
         "zoo export gru_bahdanau_cmn_en --format saved_model --out exports",
         "zoo export gru_bahdanau_cmn_en --format tflite --quantize dynamic --out exports/phone",
+        "zoo export gru_bahdanau_en_fr --format saved_model --search beam --beam 5 --out exports",
     ],
 }
 
@@ -22,8 +23,10 @@ def add_parsers(commands):
     exporting.add_argument("--out", required=True, help="folder to write into")
     exporting.add_argument("--quantize", choices=export.QUANTIZATIONS,
                            help="TFLite weights: float16, or int8 dynamic-range (default float32)")
-    exporting.add_argument("--beam-size", type=int, default=5,
-                           help="TFLite: the beam width of the 'beam' signature (default 5)")
+    exporting.add_argument("--beam-size", dest="tflite_beam_size", type=int,
+                           help="TFLite: the beam width of the 'beam' signature (default 5, "
+                                "or --beam's)")
+    add_search_options(exporting, n_best=False)
     exporting.set_defaults(run=_command_export)
 
 
@@ -31,8 +34,13 @@ def _command_export(args):
     from zoo import export
 
     options = {}
+    search = search_from_options(args)
+    if search is not None:
+        # A translator's default search: its SavedModel's serving_default, its TFLite
+        # runner's translate.
+        options["search"] = search
     if args.format == "tflite":
-        options = {"quantize": args.quantize, "beam_size": args.beam_size}
+        options.update(quantize=args.quantize, beam_size=args.tflite_beam_size)
     elif args.quantize is not None:
         raise UsageError("--quantize applies to --format tflite only.")
     out = Path(args.out)

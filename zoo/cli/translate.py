@@ -5,7 +5,8 @@ import contextlib
 import sys
 from pathlib import Path
 
-from zoo.cli.common import UsageError, check_search_options, load_translator
+from zoo.cli.common import (UsageError, add_search_options, check_search_options,
+                            load_translator, search_from_options)
 
 EXAMPLES = {
     "translate": [
@@ -14,6 +15,7 @@ EXAMPLES = {
         'zoo translate gru_bahdanau_en_fr --beam 5 --n-best 3 "Try again."',
         "zoo translate gru_bahdanau_en_fr --input book.txt --output livre.txt",
         'zoo translate gru_bahdanau_cmn_en --beam 5 --no-repeat-ngram 3 "将烤箱预热至180度。"',
+        'zoo translate gru_bahdanau_en_fr --search sampling --temperature 0.8 --seed 1 "Hello."',
     ],
 }
 
@@ -23,10 +25,8 @@ def add_parsers(commands):
     translate.add_argument("name")
     translate.add_argument("texts", nargs="*", help="texts to translate (default: lines of "
                            "--input, or of stdin)")
-    translate.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
+    add_search_options(translate)
     translate.add_argument("--max-length", type=int, help="most output tokens")
-    translate.add_argument("--n-best", type=int, help="print the N best hypotheses of the "
-                           "beam with their scores (length-normalised log-probabilities)")
     translate.add_argument("--no-repeat-ngram", type=int, metavar="N",
                            help="never say an N-gram of pieces twice (0: off; default: the "
                                 "preset's output rules, zoo info NAME)")
@@ -49,17 +49,19 @@ def add_parsers(commands):
 def _command_translate(args):
     if args.texts and args.input:
         raise UsageError("give texts or --input FILE, not both.")
-    if args.n_best is not None and not args.texts:
+    if args.num_hypotheses is not None and not args.texts:
         raise UsageError("--n-best takes the texts on the command line (a file is "
                          "translated one line per line).")
-    check_search_options(beam_size=args.beam, max_length=args.max_length,
-                          num_hypotheses=args.n_best, batch_size=args.batch_size)
+    from zoo.decoding import GreedySearch
+
+    args.search = search_from_options(args, GreedySearch())
+    check_search_options(max_length=args.max_length, batch_size=args.batch_size)
     args.rules = _output_rules(args)
     model = load_translator(args.name)
-    if args.n_best is not None:
+    if args.search.returns_hypotheses:
         return _print_n_best(model, args)
     if args.texts:
-        for translation in model.translate(args.texts, beam_size=args.beam,
+        for translation in model.translate(args.texts, search=args.search,
                                            max_length=args.max_length,
                                            batch_size=args.batch_size, **args.rules):
             print(translation)
@@ -70,10 +72,10 @@ def _command_translate(args):
 def _output_rules(args):
     """``translate``'s output rules from --no-repeat-ngram, --min/--max-length-ratio, with
     the options' names in the errors."""
-    from zoo.text import codec
+    from zoo.decoding import arguments
 
     try:
-        return codec.check_output_rules(args.no_repeat_ngram, args.min_length_ratio,
+        return arguments.check_output_rules(args.no_repeat_ngram, args.min_length_ratio,
                                         args.max_length_ratio)
     except ValueError as error:
         message = str(error)
@@ -87,9 +89,8 @@ def _output_rules(args):
 def _print_n_best(model, args):
     """Per text, its hypotheses best first as ``score<TAB>translation``; a blank line
     between texts."""
-    results = model.translate(args.texts, beam_size=args.beam, max_length=args.max_length,
-                              batch_size=args.batch_size, num_hypotheses=args.n_best,
-                              **args.rules)
+    results = model.translate(args.texts, search=args.search, max_length=args.max_length,
+                              batch_size=args.batch_size, **args.rules)
     for position, hypotheses in enumerate(results):
         if position:
             print()
@@ -109,7 +110,7 @@ def _translate_file(model, args):
     progress = stderr_is_terminal() if args.progress is None else args.progress
     with source as lines, _output_file(args.output, args.input) as output:
         refused = file_translation.translate_lines(
-            model, lines, lambda text: output.write(text + "\n"), beam_size=args.beam,
+            model, lines, lambda text: output.write(text + "\n"), search=args.search,
             batch_size=args.batch_size, max_length=args.max_length, progress=progress,
             total=total, rules=args.rules)
     if refused:

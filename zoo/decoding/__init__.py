@@ -10,17 +10,39 @@ N = B * K (each sentence's K beams on consecutive rows).
 The searches stop early once every sequence has produced ``[END]``, and pad it with
 ``[PAD]`` after it: the ids of the ``SpecialIds`` the caller hands each strategy
 (``loop.py``).
+
+What a user chooses is a search value (``searches.py``: ``GreedySearch``, ``BeamSearch``,
+``RandomSampling``), checked by the rules every runtime shares (``arguments.py``). Those
+two modules are plain Python, and this package loads the others (Keras) only when one of
+their names is used: a TFLite runner, which has no TensorFlow, takes the same values.
 """
 
-from zoo.decoding.beam import (Beam, beam_hypotheses, beam_search, coverage_penalty,
-                               length_penalty)
-from zoo.decoding.constraints import OutputRules, repeated_ngram_tokens
-from zoo.decoding.loop import (SpecialIds, decode, decode_stepwise, loop_step, loop_steps,
-                               write_token)
-from zoo.decoding.sampling import counter_uniform, sample, step_uniforms
-from zoo.decoding.token_choice import Greedy, Sampling, greedy_search, sampling_search
+import importlib
 
-__all__ = ["Beam", "Greedy", "OutputRules", "Sampling", "SpecialIds", "beam_hypotheses",
-           "beam_search", "counter_uniform", "coverage_penalty", "decode", "decode_stepwise",
-           "greedy_search", "length_penalty", "loop_step", "loop_steps", "repeated_ngram_tokens",
-           "sample", "sampling_search", "step_uniforms", "write_token"]
+from zoo.decoding import arguments, searches
+from zoo.decoding.searches import SEARCHES, BeamSearch, GreedySearch, RandomSampling
+
+# The loop's names, each loaded from its module on first use (PEP 562).
+_LAZY = {
+    "Beam": "beam", "beam_hypotheses": "beam", "beam_search": "beam",
+    "coverage_penalty": "beam", "length_penalty": "beam",
+    "OutputRules": "constraints", "repeated_ngram_tokens": "constraints",
+    "SpecialIds": "loop", "decode": "loop", "decode_stepwise": "loop", "loop_step": "loop",
+    "loop_steps": "loop", "write_token": "loop",
+    "counter_uniform": "sampling", "sample": "sampling", "step_uniforms": "sampling",
+    "Greedy": "token_choice", "Sampling": "token_choice", "greedy_search": "token_choice",
+    "sampling_search": "token_choice",
+}
+
+__all__ = sorted([*_LAZY, "SEARCHES", "BeamSearch", "GreedySearch", "RandomSampling",
+                  "arguments", "searches"])
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"zoo.decoding.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'zoo.decoding' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

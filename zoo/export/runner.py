@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.export import TFLITE_FORMATS
+from zoo.decoding import arguments, searches
 from zoo.text import codec
 from zoo.text.preprocessor import (CharacterPreprocessor, ClassifierPreprocessor,
                                    TranslationPreprocessor)
@@ -35,12 +36,12 @@ def _open(path, kind, num_threads):
 
 
 class TFLiteTranslator:
-    """``TFLiteTranslator("DIR/NAME.tflite").translate(texts, beam_size=1) -> list[str]``.
+    """``TFLiteTranslator("DIR/NAME.tflite").translate(texts, search=None) -> list[str]``.
 
     Reads ``NAME.json`` beside the model for the word rules, the WordPiece settings and
     the vocabularies, and runs them with ``zoo.text``'s preprocessor -- the code that
     tokenized the training data.
-    ``beam_size`` is 1 (the ``greedy`` signature) or the width the file was exported
+    A beam is 1 wide (the ``greedy`` signature) or as wide as the file was exported
     with (the ``beam`` signature). One sentence per call: the model is batch 1.
     """
 
@@ -50,6 +51,9 @@ class TFLiteTranslator:
         self.config, self.interpreter = _open(path, self.kind, num_threads)
         self.preprocessor = TranslationPreprocessor.from_runner_config(self.config)
         self.beam_size = self.config["beam_size"]
+        # What translate runs when a call names no search (the export's; files written
+        # before searches were values have none: greedy).
+        self.search = searches.from_config(self.config.get("search", {"name": "greedy"}))
         self._runners = {
             1: self.interpreter.get_signature_runner("greedy"),
             self.beam_size: self.interpreter.get_signature_runner("beam"),
@@ -92,38 +96,52 @@ class TFLiteTranslator:
             temperature=np.float32(temperature), top_k=np.int32(top_k),
             top_p=np.float32(top_p))["tokens"][0]
 
-    def translate(self, texts, beam_size=1, sampling=False, temperature=1.0, top_k=None,
+    def translate(self, texts, beam_size=None, sampling=False, temperature=None, top_k=None,
                   top_p=None, seed=None, no_repeat_ngram_size=None, min_length_ratio=None,
-                  max_length_ratio=None):
-        """As ``model.translate``: with ``sampling``, the same seed gives the same texts
-        (the draws of ``zoo.decoding.step_uniforms``, computed with Keras on any backend;
+                  max_length_ratio=None, search=None):
+        """As ``model.translate``: ``search`` (a ``zoo.decoding`` search value, or the
+        shorthand options) defaults to the export's (``search`` in ``NAME.json``; else
+        greedy); a ``BeamSearch`` of 1 or of the file's width, without ``num_hypotheses``.
+        With sampling, the same seed gives the same texts (the draws of
+        ``zoo.decoding.step_uniforms``, computed with Keras on any backend;
         ``KERAS_BACKEND=numpy`` is enough); the output rules run in the file's
         ``*_with_rules`` signatures (not with sampling), over the preset's defaults
         (``output_rules`` in ``NAME.json``, compiled into the other signatures)."""
         texts = codec.text_list(texts)
-        rules = codec.check_output_rules(no_repeat_ngram_size, min_length_ratio, max_length_ratio)
+        search = searches.chosen(search, self.search, beam_size=beam_size, sampling=sampling,
+                                 temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+        rules = arguments.check_output_rules(no_repeat_ngram_size, min_length_ratio, max_length_ratio)
         if rules:
             rules = {**self.config.get("output_rules", {}), **rules}
-        if sampling and rules:
+        sampled = isinstance(search, searches.RandomSampling)
+        if sampled and rules:
             raise ValueError("This file's sampling signature keeps no output rules; "
                              "use them with beam_size 1 or the file's beam.")
-        if sampling:
-            temperature, seed, top_k, top_p = codec.check_translation_sampling(
-                beam_size, temperature, seed, top_k, top_p)
-        else:
-            codec.check_search_arguments(beam_size)  # every runtime's limit, then the file's
+        width = self._width(search)
+        search = search.for_call()
         translations = []
         for position, text in enumerate(texts):
             source_ids = self.encode(self.preprocessor.accepted_source(text, position))
-            if sampling:
-                ids = self.sample_ids(source_ids, self._uniforms(seed, position), temperature,
-                                      top_k, top_p)
+            if sampled:
+                top_k, top_p = search.filters()
+                ids = self.sample_ids(source_ids, self._uniforms(search.seed, position),
+                                      search.temperature, top_k, top_p)
             elif rules:
-                ids = self.translate_ids_with_rules(source_ids, beam_size, **rules)
+                ids = self.translate_ids_with_rules(source_ids, width, **rules)
             else:
-                ids = self.translate_ids(source_ids, beam_size)
+                ids = self.translate_ids(source_ids, width)
             translations.append(self.preprocessor.decode_translation(source_ids[0], ids))
         return self.preprocessor.check_outputs(texts, translations)
+
+    def _width(self, search):
+        """The beam width a search runs with in this file: 1 (greedy) or the file's."""
+        if not isinstance(search, searches.BeamSearch):
+            return 1
+        if search.returns_hypotheses:
+            raise ValueError(f"This file's beam returns the best translation only; received "
+                             f"{search!r} (the n best: model.translate or the SavedModel's "
+                             "translate_n_best).")
+        return search.beam_size  # translate_ids refuses a width the file lacks
 
     def _uniforms(self, seed, row):
         import keras
@@ -161,8 +179,8 @@ class TFLiteLanguageModel:
         from zoo import decoding
         from zoo.models.language_model import generation_strategy
 
-        length, temperature, seed = codec.check_generation_arguments(length, temperature, seed)
-        top_k, top_p = codec.check_sampling_filters(top_k, top_p)
+        length, temperature, seed = arguments.check_generation_arguments(length, temperature, seed)
+        top_k, top_p = arguments.check_sampling_filters(top_k, top_p)
         prompt_ids = self.preprocessor.encode(codec.prompt_text(prompt))
         states = np.zeros(self.config["states"], np.float32)
         for token in prompt_ids:

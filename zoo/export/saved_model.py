@@ -5,7 +5,8 @@ split, hash-table lookup, while loops), so the stock ``tensorflow/serving`` bina
 and a plain ``tf.saved_model.load`` can run it without ``zoo`` installed:
 
 - translation: ``serving_default(texts: string[B]) -> {"translations": string[B]}``
-  (greedy), ``translate_beam(texts: string[B], beam_size: int32[])`` and
+  (greedy, or the ``search`` given to the export: ``zoo.decoding.BeamSearch(5)``),
+  ``translate_beam(texts: string[B], beam_size: int32[])`` and
   ``translate_n_best(texts, beam_size, num_hypotheses: int32[]) -> {"translations":
   string[B, n], "scores": float32[B, n]}`` (the beam's n best, best first) and
   ``translate_sample(texts, temperature: float32[], seed: int32[], top_k: int32[] (0: no
@@ -36,16 +37,18 @@ import tensorflow as tf
 from zoo.export import model_kind
 from zoo.export.graph import without_cudnn
 from zoo.text.preprocessor import checked_texts, lookup_table
-from zoo.text.codec import (EMPTY_PROMPT, MAX_BEAM_SIZE, MAX_GENERATION_LENGTH,
-                            MAX_TEXT_LENGTH)
+from zoo.decoding import searches
+from zoo.decoding.arguments import MAX_BEAM_SIZE, MAX_GENERATION_LENGTH
+from zoo.text.codec import EMPTY_PROMPT, MAX_TEXT_LENGTH
 
 VERSION = 1
 
 
-def _serving_functions(model, codec):
+def _serving_functions(model, codec, search):
     def serving_default(texts):
         source_ids = codec.encode(texts)
-        ids, _ = model.generate_ids(source_ids)
+        rows = tf.range(tf.shape(source_ids)[0])  # a sampling's draws follow each text's row
+        ids = search.run(model, source_ids, search.feeds(rows), None, False, None)[0]
         return {"translations": codec.decode(source_ids, ids)}
 
     def searched(texts, beam_size, rules=None):
@@ -91,12 +94,12 @@ def _serving_functions(model, codec):
             translate_with_rules, translate_with_prefix)
 
 
-# The checks of zoo.text.codec's rules in graph ops (InvalidArgumentError, which TF Serving
+# The checks of zoo.decoding.arguments' rules in graph ops (InvalidArgumentError, which TF Serving
 # answers with 400 and the message); tests run them eagerly against the Python rules.
 
 def sampling_checks(temperature, seed, top_k, top_p):
     return [
-        # The rule of zoo.text.codec.check_temperature_and_seed: finite and >= 0 (inf would
+        # The rule of zoo.decoding.arguments.check_temperature_and_seed: finite and >= 0 (inf would
         # divide every logit to 0 and draw uniformly; NaN fails the second check).
         tf.debugging.assert_all_finite(temperature, message="temperature must be finite"),
         tf.debugging.assert_non_negative(temperature, message="temperature must be >= 0"),
@@ -136,14 +139,14 @@ def generation_checks(length, temperature, seed, top_k, top_p):
     ]
 
 
-def _translation_endpoints(model):
-    """``serving_default(texts)``, ``translate_beam(texts, beam_size)``,
-    ``translate_n_best(texts, beam_size, num_hypotheses) -> {"translations": string[B, n],
-    "scores": float32[B, n]}``, ``translate_sample``, ``translate_with_rules`` and
-    ``translate_with_prefix``."""
+def _translation_endpoints(model, search=None):
+    """``serving_default(texts)`` (with ``search``, a ``zoo.decoding`` search value;
+    default: greedy), ``translate_beam(texts, beam_size)``, ``translate_n_best(texts,
+    beam_size, num_hypotheses) -> {"translations": string[B, n], "scores": float32[B, n]}``,
+    ``translate_sample``, ``translate_with_rules`` and ``translate_with_prefix``."""
     codec = model.require_preprocessor().graph()
     (serving_default, translate_beam, translate_n_best, translate_sample, translate_with_rules,
-     translate_with_prefix) = _serving_functions(model, codec)
+     translate_with_prefix) = _serving_functions(model, codec, served_search(search))
     texts = tf.TensorSpec([None], tf.string, name="texts")
     beam_size = tf.TensorSpec([], tf.int32, name="beam_size")
     return codec.resources, {
@@ -164,7 +167,21 @@ def _translation_endpoints(model):
     }
 
 
-def _language_model_endpoints(model):
+def served_search(search):
+    """The search of a translator's ``serving_default``: a request gives texts alone, so the
+    search must give one translation (not the n best: ``translate_n_best``) and the same
+    one to the same request (a sampling with its seed)."""
+    search = searches.chosen(search, searches.GreedySearch())
+    if search.returns_hypotheses:
+        raise ValueError(f"serving_default returns one translation per text; received "
+                         f"{search!r} (the n best are the translate_n_best signature's).")
+    if isinstance(search, searches.RandomSampling) and search.seed is None:
+        raise ValueError(f"serving_default must answer a request as it answered it before: "
+                         f"give the sampling a seed; received {search!r}.")
+    return search
+
+
+def _language_model_endpoints(model, search=None):
     """``serving_default(prompt, length, temperature, seed, top_k, top_p) -> {"text"}``
     (the continuation)."""
     characters = model.require_preprocessor().characters
@@ -191,7 +208,7 @@ def _language_model_endpoints(model):
     ])}
 
 
-def _classifier_endpoints(model):
+def _classifier_endpoints(model, search=None):
     """``serving_default(texts) -> {"labels": string[B], "probabilities": float[B, labels]}``."""
     codec = model.require_preprocessor().graph()
     labels = tf.constant(model.labels)
@@ -209,12 +226,16 @@ _ENDPOINTS = {"translation": _translation_endpoints, "language_model": _language
               "classifier": _classifier_endpoints}
 
 
-def export_saved_model(model, directory, name):
-    """Write ``directory/name/1/`` (TF Serving's layout); returns that path."""
+def export_saved_model(model, directory, name, search=None):
+    """Write ``directory/name/1/`` (TF Serving's layout); returns that path. ``search``: a
+    translator's ``serving_default`` search (``zoo.decoding``; default: greedy)."""
     path = Path(directory) / name / str(VERSION)
     if path.exists():
         raise FileExistsError(f"{path} already exists; remove it or choose another --out.")
-    resources, endpoints = _ENDPOINTS[model_kind(model)](model)
+    kind = model_kind(model)
+    if search is not None and kind != "translation":
+        raise ValueError(f"search is a translator's; this model is of kind {kind}.")
+    resources, endpoints = _ENDPOINTS[kind](model, search)
     with without_cudnn(model):
         archive = keras.export.ExportArchive()
         archive.track(model)

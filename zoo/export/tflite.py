@@ -36,9 +36,11 @@ import tensorflow as tf
 from tensorflow.python.framework import convert_to_constants
 
 from zoo._startup import CONVERSION_NOISE, native_stderr_without
+from zoo.decoding import searches
+from zoo.decoding.arguments import MAX_BEAM_SIZE
 from zoo.export import QUANTIZATIONS, TFLITE_FORMATS, model_kind
 from zoo.export.graph import without_cudnn
-from zoo.text.codec import MAX_BEAM_SIZE, MAX_TEXT_LENGTH
+from zoo.text.codec import MAX_TEXT_LENGTH
 
 SIGNATURES = ("greedy", "beam")
 
@@ -193,29 +195,53 @@ def _translation_runner_config(model, beam_size, quantize):
     }
 
 
+def _beam_width(beam_size, search):
+    """The width of the ``beam`` signature: for widths over 1 (greedy has its own), to every
+    runtime's limit; a ``BeamSearch``'s own, which must return one translation."""
+    if isinstance(search, searches.BeamSearch) and search.beam_size > 1:
+        if search.returns_hypotheses:
+            raise ValueError(f"A TFLite file's beam returns the best translation only; received "
+                             f"{search!r} (the n best: model.translate or the SavedModel).")
+        if beam_size not in (None, search.beam_size):
+            raise ValueError(f"beam_size {beam_size!r} and {search!r} disagree; give one.")
+        beam_size = search.beam_size
+    beam_size = 5 if beam_size is None else beam_size
+    if (not isinstance(beam_size, int) or isinstance(beam_size, bool)
+            or not 2 <= beam_size <= MAX_BEAM_SIZE):
+        raise ValueError(f"beam_size must be an integer from 2 to {MAX_BEAM_SIZE}; received "
+                         f"{beam_size!r}.")
+    return beam_size
+
+
 _RUNNER_CONFIGS = {"translation": _translation_runner_config,
                    "language_model": _language_model_runner_config,
                    "classifier": _classifier_runner_config}
 
 
-def export_tflite(model, directory, name, quantize=None, beam_size=5):
-    """Write ``directory/name.tflite`` and ``directory/name.json``; returns the .tflite path."""
+def export_tflite(model, directory, name, quantize=None, beam_size=None, search=None):
+    """Write ``directory/name.tflite`` and ``directory/name.json``; returns the .tflite path.
+
+    A translator's ``beam`` signature has the width ``beam_size`` (default 5), or that of
+    ``search`` when it is a ``zoo.decoding.BeamSearch``; ``search`` (a ``zoo.decoding``
+    search value) is also what ``TFLiteTranslator.translate`` runs when a call names none
+    (written to NAME.json; default: greedy)."""
     if quantize is not None and quantize not in QUANTIZATIONS:
         raise ValueError(
             f"Unknown quantization {quantize!r}; accepted: {', '.join(QUANTIZATIONS)} "
             "(or none)."
         )
-    # The beam signature is for widths over 1 (greedy has its own), to every runtime's limit.
-    if (not isinstance(beam_size, int) or isinstance(beam_size, bool)
-            or not 2 <= beam_size <= MAX_BEAM_SIZE):
-        raise ValueError(f"beam_size must be an integer from 2 to {MAX_BEAM_SIZE}; received "
-                         f"{beam_size!r}.")
+    if search is not None and model_kind(model) != "translation":
+        raise ValueError(f"search is a translator's; this model is of kind {model_kind(model)}.")
+    search = None if search is None else searches.chosen(search, None)
+    beam_size = _beam_width(beam_size, search)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     flatbuffer = convert(model, beam_size, quantize)
     path = directory / f"{name}.tflite"
     path.write_bytes(flatbuffer)
     config = runner_config(model, beam_size, quantize)
+    if search is not None:
+        config["search"] = search.to_config()
     (directory / f"{name}.json").write_text(
         json.dumps(config, ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
     )

@@ -14,6 +14,7 @@ from keras import ops
 
 import zoo.layers
 from zoo import backend, inspection
+from zoo.decoding import arguments
 from zoo.models.preset_model import PresetModel
 from zoo.text import codec, tokenizers
 from zoo.text.preprocessor import ClassifierPreprocessor
@@ -120,7 +121,7 @@ class TextClassifier(PresetModel):
     def probabilities(self, texts, batch_size=256):
         """``[len(texts), labels]`` softmax probabilities."""
         texts = codec.text_list(texts)
-        codec.check_count("batch_size", batch_size)
+        arguments.check_count("batch_size", batch_size)
         if self._predict_function is None:
             object.__setattr__(self, "_predict_function", backend.compile_function(
                 lambda ids: ops.softmax(self(ids), axis=-1), self.variables))

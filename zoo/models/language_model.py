@@ -20,6 +20,7 @@ from keras import ops
 
 import zoo.layers
 from zoo import backend, decoding, inspection
+from zoo.decoding import arguments
 from zoo.models.special_ids import SPECIAL_IDS
 from zoo.models.preset_model import PresetModel
 from zoo.text import codec
@@ -208,18 +209,18 @@ class CharLanguageModel(PresetModel):
     def stream(self, prompt, length, temperature=1.0, seed=None, top_k=None, top_p=None):
         """Yield ``length`` generated characters one at a time (after the prompt): the
         loop of ``generate_ids``, driven from Python (``decoding.decode_stepwise``)."""
-        length, temperature, seed = codec.check_generation_arguments(length, temperature, seed)
-        top_k, top_p = codec.check_sampling_filters(top_k, top_p)
+        length, temperature, seed = arguments.check_generation_arguments(length, temperature, seed)
+        top_k, top_p = arguments.check_sampling_filters(top_k, top_p)
         preprocessor = self.require_preprocessor()
         prompt_ids = np.asarray([preprocessor.encode(codec.prompt_text(prompt))], np.int32)
         logits, states = self._function("prime", self._prime)(prompt_ids)
         strategy = generation_strategy(temperature, seed, top_k, top_p)
         # Compiled once, with the sampling arguments as inputs: a new seed traces nothing.
         compiled = self._function("stream_steps", self._stream_steps)
-        arguments = (np.float32(temperature), np.int32(seed), np.int32(top_k), np.float32(top_p))
+        fed = (np.float32(temperature), np.int32(seed), np.int32(top_k), np.float32(top_p))
         for tokens in decoding.decode_stepwise(
                 self._step_without_attention, states, strategy, 1, length, first_logits=logits,
-                compiled_steps=lambda *loop_values: compiled(*loop_values, *arguments)):
+                compiled_steps=lambda *loop_values: compiled(*loop_values, *fed)):
             yield preprocessor.characters[int(tokens[0])]
 
     def generate(self, prompt, length, temperature=1.0, seed=None, top_k=None, top_p=None):

@@ -24,6 +24,7 @@ from keras.src import backend
 import zoo.layers
 from zoo import backend as zoo_backend
 from zoo import decoding, inspection
+from zoo.decoding import arguments, searches
 from zoo.models.special_ids import SPECIAL_IDS
 from zoo.models.preset_model import PresetModel
 from zoo.text import codec, tokenizers
@@ -291,7 +292,7 @@ class Seq2Seq(PresetModel):
         unknown = sorted(set(rules) - set(known))
         if unknown:
             raise ValueError(f"Unknown output rules {unknown}; known: {', '.join(known)}.")
-        self._output_rules = _without_offs(codec.check_output_rules(**rules))
+        self._output_rules = _without_offs(arguments.check_output_rules(**rules))
         zoo_backend.forget_model_functions(self)  # the searches compiled the old rules in
 
     def _beam(self, beam_size, num_hypotheses=1):
@@ -373,78 +374,70 @@ class Seq2Seq(PresetModel):
 
         return step, state, memory
 
-    def _search(self, beam_size, max_length, return_attention, num_hypotheses=None,
-                sampling=False, rules=None, prefixed=False):
-        """The compiled search: ``generate_ids``, ``generate_hypotheses`` when
-        ``num_hypotheses`` is given, ``generate_samples`` (which takes the sampling
-        arguments as inputs, so a new seed compiles nothing) when ``sampling``; each
-        with the ``rules`` (``codec.check_output_rules``' dict) compiled in, and, when
-        ``prefixed``, the prefix ids ``[B, P]`` as its last input."""
-        rules = dict(rules or {})
+    def _compiled_search(self, search, max_length, return_attention, rules=None,
+                         prefixed=False):
+        """The compiled ``search.run`` (a ``zoo.decoding`` search value): source ids, then
+        the search's ``feeds`` (a sampling's temperature and seed: a new one compiles
+        nothing), then, when ``prefixed``, the prefix ids ``[B, P]``; with the ``rules``
+        (``arguments.check_output_rules``' dict) compiled in."""
+        search, rules = search.compiled(), dict(rules or {})
+        feed_count = len(search.fed)
 
-        def with_prefix(prefix):
-            return {**rules, "prefix": prefix[0]} if prefix else rules
+        def run(source_ids, *inputs):
+            feeds, prefix = inputs[:feed_count], inputs[feed_count:]
+            with_prefix = {**rules, "prefix": prefix[0]} if prefix else rules
+            return search.run(self, source_ids, feeds, max_length, return_attention, with_prefix)
 
-        if sampling:
-            def search(source_ids, row_ids, temperature, seed, top_k, top_p, *prefix):
-                return self.generate_samples(source_ids, temperature, seed, top_k, top_p,
-                                             row_ids, max_length, return_attention,
-                                             rules=with_prefix(prefix))
-        elif num_hypotheses is None:
-            def search(source_ids, *prefix):
-                return self.generate_ids(source_ids, beam_size, max_length, return_attention,
-                                         with_prefix(prefix))
-        else:
-            def search(source_ids, *prefix):
-                return self.generate_hypotheses(source_ids, beam_size, num_hypotheses,
-                                                max_length, return_attention, with_prefix(prefix))
-        key = ("search", beam_size, max_length, return_attention, num_hypotheses, sampling,
-               tuple(sorted(rules.items())), prefixed)
-        return zoo_backend.model_function(self, key, search)
+        key = ("search", search, max_length, return_attention, tuple(sorted(rules.items())),
+               prefixed)
+        return zoo_backend.model_function(self, key, run)
 
-    def _decode(self, texts, beam_size, max_length, batch_size, return_attention=False,
-                num_hypotheses=None, sampling=None, rules=None, prefixes=None):
-        """Yield ``(index, token ids, attention [L, S] or None, source ids)`` per text;
-        with ``num_hypotheses``, ``(index, token ids [n, L], attention [n, L, S] or None,
-        source ids, scores [n])``. ``sampling``: ``(temperature, seed, top_k, top_p)``
-        checked, to draw each translation (a text's draws depend on its index in
-        ``texts``, not on the batch it falls in); ``rules``: checked output rules;
-        ``prefixes``: per text, the target ids its translation starts with."""
+    def _decode(self, texts, search, max_length, batch_size, return_attention=False,
+                rules=None, prefixes=None):
+        """Yield ``(index, token ids, attention [L, S] or None, source ids)`` per text, as
+        ``search`` (a ``zoo.decoding`` search value) finds them; when it returns hypotheses,
+        ``(index, token ids [n, L], attention [n, L, S] or None, source ids, scores [n])``.
+        A sampling's draws for a text depend on its index in ``texts``, not on the batch
+        it falls in; ``rules``: checked output rules; ``prefixes``: per text, the target
+        ids its translation starts with."""
         texts = codec.text_list(texts)
-        # max_length None: the model's max_output_length
-        codec.check_search_arguments(beam_size, max_length, num_hypotheses, batch_size)
+        # max_length None: the model's max_output_length (the search checked its own options)
+        arguments.check_search_arguments(max_length=max_length, batch_size=batch_size)
         preprocessor = self.require_preprocessor()
         texts = [preprocessor.accepted_source(text, position) for position, text in enumerate(texts)]
-        search = self._search(beam_size, max_length or self.max_output_length, return_attention,
-                              num_hypotheses, sampling is not None, rules, prefixes is not None)
+        search = search.for_call()
+        compiled = self._compiled_search(search, max_length or self.max_output_length,
+                                         return_attention, rules, prefixes is not None)
         # Similar lengths together: less padding, and the batch stops sooner.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             source_ids = preprocessor.encode_sources([texts[i] for i in chunk])
-            inputs = [_pad_for_compilation(source_ids)]
-            if sampling is not None:
-                temperature, seed, top_k, top_p = sampling
-                inputs += [np.asarray(chunk, np.int32), np.float32(temperature), np.int32(seed),
-                           np.int32(top_k), np.float32(top_p)]
+            inputs = [_pad_for_compilation(source_ids), *search.feeds(np.asarray(chunk, np.int32))]
             if prefixes is not None:
                 inputs.append(_pad_for_compilation(pad_batch([prefixes[i] for i in chunk])))
-            tokens, *scores, attention = search(*inputs)
+            tokens, *scores, attention = compiled(*inputs)
             if attention is not None:
                 attention = attention[..., : source_ids.shape[1]]
             for row, index in enumerate(chunk):
                 yield (index, tokens[row], None if attention is None else attention[row],
                        source_ids[row], *(s[row] for s in scores))
 
-    def translate(self, texts, beam_size=1, max_length=None, return_attention=False,
+    def translate(self, texts, beam_size=None, max_length=None, return_attention=False,
                   batch_size=64, attention_level="word", check_outputs=True,
-                  num_hypotheses=None, sampling=False, temperature=1.0, top_k=None, top_p=None,
+                  num_hypotheses=None, sampling=False, temperature=None, top_k=None, top_p=None,
                   seed=None, no_repeat_ngram_size=None, min_length_ratio=None,
-                  max_length_ratio=None, prefix=None):
+                  max_length_ratio=None, prefix=None, search=None):
         """Translate a list of strings.
 
         Args:
             texts: list of strings (a single string is treated as a list of one).
+            search: how to search, a value of ``zoo.decoding`` (``GreedySearch()``,
+                ``BeamSearch(beam_size, num_hypotheses)``, ``RandomSampling(temperature,
+                top_k, top_p, seed)``) or its name; default: greedy search.
+                ``beam_size``, ``num_hypotheses`` and ``sampling`` with its options
+                below are shorthands for one (``zoo.decoding.searches.from_options``):
+                give one or the other.
             beam_size: 1 for greedy search, more for beam search.
             max_length: most pieces to produce (default ``max_output_length``).
             return_attention: also return, per text, an array of attention weights
@@ -493,23 +486,17 @@ class Seq2Seq(PresetModel):
         texts = codec.text_list(texts)
         if return_attention:
             self._check_attention_level(attention_level)
-        rules = codec.check_output_rules(no_repeat_ngram_size, min_length_ratio, max_length_ratio)
+        search = searches.chosen(search, searches.GreedySearch(), beam_size=beam_size,
+                                 num_hypotheses=num_hypotheses, sampling=sampling,
+                                 temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+        rules = arguments.check_output_rules(no_repeat_ngram_size, min_length_ratio, max_length_ratio)
         prefixes = self._prefix_ids(prefix, len(texts))
-        if num_hypotheses is not None:
-            if sampling:
-                raise ValueError("num_hypotheses is for beam search; sampling draws one "
-                                 "translation per text.")
-            return self._n_best(texts, beam_size, num_hypotheses, max_length, batch_size,
-                                return_attention, attention_level, check_outputs, rules,
-                                prefixes)
-        drawing = None
-        if sampling:
-            drawing = codec.check_translation_sampling(beam_size, temperature, seed, top_k, top_p)
+        decoded = self._decode(texts, search, max_length, batch_size, return_attention, rules,
+                               prefixes)
+        if search.returns_hypotheses:
+            return self._n_best(texts, decoded, return_attention, attention_level, check_outputs)
         translations, attentions = [None] * len(texts), [None] * len(texts)
-        for index, ids, attention, source_ids in self._decode(texts, beam_size, max_length,
-                                                               batch_size, return_attention,
-                                                               sampling=drawing, rules=rules,
-                                                               prefixes=prefixes):
+        for index, ids, attention, source_ids in decoded:
             translations[index] = self.preprocessor.decode_translation(source_ids, ids)
             if return_attention:
                 if not translations[index]:
@@ -530,12 +517,10 @@ class Seq2Seq(PresetModel):
                              f"{count} texts.")
         return self.require_preprocessor().target_rows(prefix)
 
-    def _n_best(self, texts, beam_size, num_hypotheses, max_length, batch_size,
-                return_attention, attention_level, check_outputs, rules=None, prefixes=None):
+    def _n_best(self, texts, decoded, return_attention, attention_level, check_outputs):
+        """Per text, its hypotheses as ``translate(num_hypotheses=...)`` returns them."""
         results = [None] * len(texts)
-        for index, hypotheses, attentions, source_ids, scores in self._decode(
-                texts, beam_size, max_length, batch_size, return_attention, num_hypotheses,
-                rules=rules, prefixes=prefixes):
+        for index, hypotheses, attentions, source_ids, scores in decoded:
             results[index] = []
             for n, ids in enumerate(hypotheses):
                 text = self.preprocessor.decode_translation(source_ids, ids)
@@ -594,13 +579,18 @@ class Seq2Seq(PresetModel):
                                      axis=-1)[..., 0]
         return ops.where(ops.not_equal(decoder_out, PAD_ID), picked, 0.0)
 
-    def align(self, text, beam_size=1, max_length=None, attention_level="word"):
+    def align(self, text, beam_size=None, max_length=None, attention_level="word",
+              search=None):
         """A ``zoo.text.Alignment`` (source units, produced units, weights
-        ``[produced, source]``) for one text, at word or piece level."""
+        ``[produced, source]``) for one text, at word or piece level, of the translation
+        ``search`` finds (as ``translate``'s; default: greedy)."""
         self._check_attention_level(attention_level)
+        search = searches.chosen(search, searches.GreedySearch(), beam_size=beam_size)
+        if search.returns_hypotheses:
+            raise ValueError(f"align draws one translation; received {search!r}.")
         if not self.require_preprocessor().source_pieces(text):
             raise ValueError(f"Nothing to align: {text!r} has no tokens.")
-        ((_, ids, attention, _),) = self._decode([text], beam_size, max_length, 1, True)
+        ((_, ids, attention, _),) = self._decode([text], search, max_length, 1, True)
         return self.preprocessor.alignment(text, ids, attention, attention_level)
 
     # -- inside ------------------------------------------------------------------------------
@@ -626,7 +616,7 @@ class Seq2Seq(PresetModel):
         text = inspection.checked_text(text)
         preprocessor = self.require_preprocessor()
         source_tokens = inspection.require_tokens(text, preprocessor.source_pieces(text))
-        ((_, ids, _, source_row),) = self._decode([text], 1, max_length, 1)
+        ((_, ids, _, source_row),) = self._decode([text], searches.GreedySearch(), max_length, 1)
         produced = preprocessor.output_pieces(ids)
         target_ids = [START_ID, *preprocessor.target_vocabulary.encode(produced)]
         encoder, decoder = inspection.compiled(self, self._inspected_steps)(
