@@ -206,7 +206,7 @@ def test_classifier_preset_fine_tunes_with_keras_fit(name):
     assert len(texts) == 8
     model.compile(optimizer=keras.optimizers.Adam(3e-3),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    history = model.fit(model.preprocessor.encode(texts), labels, batch_size=8, epochs=30, verbose=0)
+    history = model.fit(model.preprocessor.tokenize(texts), labels, batch_size=8, epochs=30, verbose=0)
     assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
     assert [c["label"] for c in model.classify(texts)] == [model.labels[y] for y in labels]
 

@@ -103,7 +103,7 @@ def _gap_at_divergence(model, source, ours, theirs):
     """Where two token sequences first differ: TensorFlow's log-probabilities of the
     two tokens there, given the common prefix, and their difference."""
     position = next(i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b)
-    source_ids = model.preprocessor.encode_sources([source])
+    source_ids = model.preprocessor.tokenize_sources([source])
     prefix = np.asarray([[START_ID, *ours[:position]]], np.int32)
     logits = keras.ops.convert_to_numpy(model((source_ids, prefix)))[0, -1]
     log_probs = logits - np.logaddexp.reduce(logits.astype(np.float64))
@@ -127,7 +127,7 @@ def test_shipped_presets_give_tensorflow_numbers(backend, reference, tmp_path):
             for index in differing:
                 source = inputs["translation"][name]["sources"][index]
                 source_ids = keras.ops.convert_to_tensor(
-                    model.preprocessor.encode_sources([source]))
+                    model.preprocessor.tokenize_sources([source]))
                 ours = keras.ops.convert_to_numpy(model.generate_ids(source_ids, int(beam))[0])
                 position, gap = _gap_at_divergence(
                     model, source, ours[0].tolist(), got["differing_ids"][str(index)])

@@ -173,9 +173,9 @@ def test_tflite_float32_is_token_identical_to_keras(model, exports, sources):
     translator = TFLiteTranslator(exports["float32"])
     for text in sources:
         keras_ids, _ = model._search(1, model.max_output_length, False)(
-            model.preprocessor.encode_sources([text]))
+            model.preprocessor.tokenize_sources([text]))
         np.testing.assert_array_equal(
-            translator.translate_ids(translator.encode(text)), keras_ids[0], err_msg=text
+            translator.translate_ids(translator.tokenize(text)), keras_ids[0], err_msg=text
         )
     assert translator.translate(sources[:20], beam_size=5) == model.translate(
         sources[:20], beam_size=5)

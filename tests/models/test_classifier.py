@@ -26,7 +26,7 @@ def fitted():
     model = tiny_classifier()
     model.compile(optimizer=keras.optimizers.Adam(0.05),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    model.fit(model.preprocessor.encode([t for t, _ in REVIEWS]), np.array([y for _, y in REVIEWS]),
+    model.fit(model.preprocessor.tokenize([t for t, _ in REVIEWS]), np.array([y for _, y in REVIEWS]),
               epochs=60, verbose=0)
     return model
 
