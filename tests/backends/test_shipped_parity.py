@@ -73,14 +73,14 @@ def reference():
             inputs["translation"][name] = {"sources": sources, "reference_texts": texts}
             outputs["translation"][name] = texts
         elif kind == "language_model":
-            text = shakespeare.split(shakespeare.load())["test"][:3000]
+            text = shakespeare.split(shakespeare.read())["test"][:3000]
             inputs["language_model"][name] = {"text": text, "prompts": PROMPTS}
             outputs["language_model"][name] = {
                 "nats_per_char": model.nats_per_char(text),
                 "generations": [model.generate(p["prompt"], p["length"], p["temperature"],
                                                p["seed"]) for p in PROMPTS]}
         else:
-            texts = sst2.load()["validation"][0][:SENTENCES]
+            texts = sst2.read()["validation"][0][:SENTENCES]
             inputs["classifier"][name] = {"texts": texts}
             outputs["classifier"][name] = model.probabilities(texts)
     return inputs, outputs

@@ -54,7 +54,7 @@ def _skip_unless_installed(backend):
 
 @pytest.fixture(scope="module")
 def text_file(tmp_path_factory):
-    text = shakespeare.load()[:40000]
+    text = shakespeare.read()[:40000]
     path = tmp_path_factory.mktemp("text") / "text.txt"
     path.write_text(text, encoding="utf-8")
     return path

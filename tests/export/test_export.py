@@ -35,7 +35,7 @@ def model():
 @pytest.fixture(scope="module")
 def test_pairs():
     """100 pairs of the preset's test split, long and short."""
-    pairs = tatoeba.split(tatoeba.load("cmn"))["test"]
+    pairs = tatoeba.split(tatoeba.read("cmn"))["test"]
     return pairs[::len(pairs) // 100][:100]
 
 

@@ -18,7 +18,7 @@ from zoo.text.vocabulary import OOV, SPECIAL_TOKENS
 
 
 def _pairs(corpus):
-    return tatoeba.split(tatoeba.load(corpus))
+    return tatoeba.split(tatoeba.read(corpus))
 
 
 @pytest.fixture(scope="module")
