@@ -126,8 +126,8 @@ def toy_translators():
         keras.utils.set_random_seed(0)
         model = tiny_translator(model_class, units=32)
         training.compile_for_training(model, learning_rate=0.05)
-        source_ids = model.preprocessor.encode_sources(SOURCES)
-        decoder_in, decoder_out = model.preprocessor.encode_targets(TARGETS)
+        source_ids = model.preprocessor.tokenize_sources(SOURCES)
+        decoder_in, decoder_out = model.preprocessor.tokenize_targets(TARGETS)
         # The 150 full-batch steps of 150 epochs as one epoch of 150 copies, unshuffled:
         # the same steps without Keras' per-epoch overhead (23 s instead of 68 s here).
         steps = len(SOURCES) * 150

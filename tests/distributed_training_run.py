@@ -30,8 +30,8 @@ with options.scope():
     model = language_model.build_model(characters, RECIPE["model_config"])
     model.compile(optimizer=keras.optimizers.Adam(0.01),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-train_data = language_model.windows(model.preprocessor.encode(splits["train"]), 32, 8, shuffle=True)
-validation_data = language_model.windows(model.preprocessor.encode(splits["validation"]), 32, 8, shuffle=False)
+train_data = language_model.windows(model.preprocessor.tokenize(splits["train"]), 32, 8, shuffle=True)
+validation_data = language_model.windows(model.preprocessor.tokenize(splits["validation"]), 32, 8, shuffle=False)
 history = loop.fit(model, train_data, 2, validation_data.dataset(), options=options)
 
 replicas = [getattr(v, "values", (v,)) for v in model.trainable_variables]

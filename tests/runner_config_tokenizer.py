@@ -10,7 +10,7 @@ import re
 import sys
 
 
-def tokenize(text, config):
+def source_pieces(text, config):
     for pattern, replacement in config["tokenize_rules"]:
         text = re.sub(pattern, replacement, text)
     words = [word for word in text.split(" ") if word]
@@ -36,9 +36,9 @@ def tokenize(text, config):
     return pieces
 
 
-def encode(text, config):
+def tokenize(text, config):
     index = {token: i for i, token in enumerate(config["source_vocabulary"])}
-    pieces = tokenize(text, config)[: config["max_source_length"]]
+    pieces = source_pieces(text, config)[: config["max_source_length"]]
     return [index[piece] for piece in pieces] if config["wordpiece"] else [
         index.get(piece, config["special_ids"]["unknown"]) for piece in pieces]
 
@@ -48,4 +48,4 @@ if __name__ == "__main__":
         runner_config = json.load(handle)
     with open(sys.argv[2], encoding="utf-8") as handle:
         texts = json.load(handle)
-    print(json.dumps([encode(text, runner_config) for text in texts]))
+    print(json.dumps([tokenize(text, runner_config) for text in texts]))

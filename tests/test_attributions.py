@@ -102,7 +102,7 @@ def test_deletion_drop_is_a_direct_recomputation(model, batch):
         assert drops[b].shape == (batch.targets.shape[1], len(words))
         for w, deleted in enumerate(words):
             kept = [p for i, p in enumerate(pieces) if i not in deleted]
-            source = np.array([preprocessor.source_vocabulary.encode(kept)], np.int32)
+            source = np.array([preprocessor.source_vocabulary.ids_of(kept)], np.int32)
             direct = log_prob_of_targets(model, source, batch.target_inputs[b:b + 1],
                                          batch.targets[b:b + 1])[0]
             np.testing.assert_allclose(drops[b][:, w], original[b] - direct, atol=1e-5)

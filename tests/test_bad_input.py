@@ -436,13 +436,14 @@ def test_python_and_saved_model_refuse_the_same_sampling_arguments(length, tempe
 
 @pytest.fixture(scope="module")
 def graph_readers(small_classifier, toy_translators):
-    """``(Python's encode, the SavedModel's graph encode)`` of a classifier and a translator."""
+    """``(Python's tokenize, the SavedModel's graph tokenize)`` of a classifier and a
+    translator."""
     classifier, translator = (small_classifier.preprocessor,
                               toy_translators["attention"].preprocessor)
     strings = [tf.TensorSpec([None], tf.string)]  # traced once: eager ops are slow
-    return {"classifier": (classifier.encode, tf.function(classifier.graph().encode,
-                                                          input_signature=strings)),
-            "translator": (translator.encode_sources, tf.function(translator.graph().encode,
+    return {"classifier": (classifier.tokenize, tf.function(classifier.graph().tokenize,
+                                                            input_signature=strings)),
+            "translator": (translator.tokenize_sources, tf.function(translator.graph().tokenize,
                                                                   input_signature=strings))}
 
 

@@ -150,7 +150,7 @@ def assert_states_equal_the_forward_pass(model, text, atol=ATOL):
     result = model.inspect(text)
     assert result["tokens"] == list(text)
     assert [t["name"] for t in result["layers"]] == [layer.name for layer in model.recurrent_layers]
-    features = model.embedding(np.asarray([model.preprocessor.encode(text)], np.int32))
+    features = model.embedding(np.asarray([model.preprocessor.tokenize(text)], np.int32))
     for trace, layer in zip(result["layers"], model.recurrent_layers):
         outputs, *final_states = layer(features)
         assert trace["cell"] == model.cell_kind
@@ -171,7 +171,7 @@ def test_language_model_inspect_equals_its_forward_pass_and_the_numpy_gates(cell
     result = assert_states_equal_the_forward_pass(model, VERSE)
     first = model.recurrent_layers[0].cell
     embedded = ops.convert_to_numpy(model.embedding(np.asarray(
-        [model.preprocessor.encode(VERSE)], np.int32)))[0]
+        [model.preprocessor.tokenize(VERSE)], np.int32)))[0]
     expected = numpy_steps(first, embedded[:, None], [np.zeros((1, 8))] * len(first.state_names))
     for gate, values in result["layers"][0]["gates"].items():
         np.testing.assert_allclose(values, expected[gate][:, 0], atol=ATOL, err_msg=gate)
@@ -200,9 +200,9 @@ def test_translator_inspect_equals_its_encoder_and_decoder(name):
 
 def assert_translator_states_equal_the_forward_pass(model, result):
     vocabulary = model.preprocessor.target_vocabulary
-    source_ids = np.asarray([model.preprocessor.source_vocabulary.encode(result["source_tokens"])],
+    source_ids = np.asarray([model.preprocessor.source_vocabulary.ids_of(result["source_tokens"])],
                             np.int32)
-    target_ids = np.asarray([vocabulary.encode(result["target_tokens"])], np.int32)
+    target_ids = np.asarray([vocabulary.ids_of(result["target_tokens"])], np.int32)
     encoded = {k: ops.convert_to_numpy(v) for k, v in model.encode(source_ids).items()}
     steps = (source_ids.shape[1], target_ids.shape[1])
     for trace, count in zip(result["encoder"] + result["decoder"],
@@ -314,7 +314,7 @@ def test_classifier_inspect_equals_both_directions_of_its_encoder():
     # lower-cased and split as the model reads it; a word it never saw read as [UNK]
     assert result["tokens"] == ["a", "charming", ",", "[UNK]", "film"]
     assert [t["name"] for t in result["layers"]] == ["encoder/forward", "encoder/backward"]
-    ids = np.asarray([model.preprocessor.vocabulary.encode(result["tokens"])], np.int32)
+    ids = np.asarray([model.preprocessor.vocabulary.ids_of(result["tokens"])], np.int32)
     outputs = ops.convert_to_numpy(model.encoder(model.embedding(ids)))[0]  # [words, 2 units]
     both = np.concatenate([t["states"]["h"] for t in result["layers"]], axis=-1)
     np.testing.assert_allclose(both, outputs, atol=ATOL)

@@ -181,7 +181,7 @@ def test_classifier_preset_exports_agree_with_keras(name, tmp_path):
     from zoo.data import sst2
     from zoo.export import TFLiteClassifier
 
-    texts = sst2.load()["test"][0][:50]
+    texts = sst2.read()["test"][0][:50]
     expected = zoo.load(name).probabilities(texts)
     served = tf.saved_model.load(str(export.export(name, "saved_model", tmp_path)))
     outputs = served.signatures["serving_default"](texts=tf.constant(texts))
@@ -200,13 +200,13 @@ def test_classifier_preset_fine_tunes_with_keras_fit(name):
     from zoo.data import sst2
 
     model = zoo.load(name)
-    texts, labels = sst2.load()["test"]
+    texts, labels = sst2.read()["test"]
     wrong = np.flatnonzero(model.probabilities(texts).argmax(-1) != np.array(labels))[:8]
     texts, labels = [texts[i] for i in wrong], np.array([labels[i] for i in wrong])
     assert len(texts) == 8
     model.compile(optimizer=keras.optimizers.Adam(3e-3),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    history = model.fit(model.preprocessor.encode(texts), labels, batch_size=8, epochs=30, verbose=0)
+    history = model.fit(model.preprocessor.tokenize(texts), labels, batch_size=8, epochs=30, verbose=0)
     assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
     assert [c["label"] for c in model.classify(texts)] == [model.labels[y] for y in labels]
 
@@ -222,7 +222,7 @@ def test_language_model_preset_scores_what_its_metadata_says(name):
     metadata = zoo.describe(name)
     test = metadata["test"]
     assert str(test["nats_per_char"]) in _readme_row(name)
-    splits = shakespeare.split(shakespeare.load())
+    splits = shakespeare.split(shakespeare.read())
     assert zoo.load(name).nats_per_char(splits["test"]) == pytest.approx(test["nats_per_char"],
                                                                          abs=1e-3)
     # It learned more than how often each character occurs (3.3 nats/char on this text).

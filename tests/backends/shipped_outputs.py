@@ -24,7 +24,7 @@ def translations(model, sources, reference_texts):
         differing = {}
         for index, (text, reference) in enumerate(zip(texts, reference_texts[str(beam_size)])):
             if text != reference:
-                source_ids = model.preprocessor.encode_sources([sources[index]])
+                source_ids = model.preprocessor.tokenize_sources([sources[index]])
                 ids, _ = model.generate_ids(keras.ops.convert_to_tensor(source_ids), beam_size)
                 differing[index] = keras.ops.convert_to_numpy(ids)[0].tolist()
         result[str(beam_size)] = {"texts": texts, "differing_ids": differing}

@@ -73,14 +73,14 @@ def reference():
             inputs["translation"][name] = {"sources": sources, "reference_texts": texts}
             outputs["translation"][name] = texts
         elif kind == "language_model":
-            text = shakespeare.split(shakespeare.load())["test"][:3000]
+            text = shakespeare.split(shakespeare.read())["test"][:3000]
             inputs["language_model"][name] = {"text": text, "prompts": PROMPTS}
             outputs["language_model"][name] = {
                 "nats_per_char": model.nats_per_char(text),
                 "generations": [model.generate(p["prompt"], p["length"], p["temperature"],
                                                p["seed"]) for p in PROMPTS]}
         else:
-            texts = sst2.load()["validation"][0][:SENTENCES]
+            texts = sst2.read()["validation"][0][:SENTENCES]
             inputs["classifier"][name] = {"texts": texts}
             outputs["classifier"][name] = model.probabilities(texts)
     return inputs, outputs
@@ -103,7 +103,7 @@ def _gap_at_divergence(model, source, ours, theirs):
     """Where two token sequences first differ: TensorFlow's log-probabilities of the
     two tokens there, given the common prefix, and their difference."""
     position = next(i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b)
-    source_ids = model.preprocessor.encode_sources([source])
+    source_ids = model.preprocessor.tokenize_sources([source])
     prefix = np.asarray([[START_ID, *ours[:position]]], np.int32)
     logits = keras.ops.convert_to_numpy(model((source_ids, prefix)))[0, -1]
     log_probs = logits - np.logaddexp.reduce(logits.astype(np.float64))
@@ -127,7 +127,7 @@ def test_shipped_presets_give_tensorflow_numbers(backend, reference, tmp_path):
             for index in differing:
                 source = inputs["translation"][name]["sources"][index]
                 source_ids = keras.ops.convert_to_tensor(
-                    model.preprocessor.encode_sources([source]))
+                    model.preprocessor.tokenize_sources([source]))
                 ours = keras.ops.convert_to_numpy(model.generate_ids(source_ids, int(beam))[0])
                 position, gap = _gap_at_divergence(
                     model, source, ours[0].tolist(), got["differing_ids"][str(index)])

@@ -54,7 +54,7 @@ def _skip_unless_installed(backend):
 
 @pytest.fixture(scope="module")
 def text_file(tmp_path_factory):
-    text = shakespeare.load()[:40000]
+    text = shakespeare.read()[:40000]
     path = tmp_path_factory.mktemp("text") / "text.txt"
     path.write_text(text, encoding="utf-8")
     return path
@@ -121,8 +121,8 @@ import zoo
 model = zoo.load("gru_bahdanau_dates")
 sources = ["3 March 2021", "the 1st of May 1999", "12/25/2010", "July 4, 1976"] * 8
 targets = ["2021-03-03", "1999-05-01", "2010-12-25", "1976-07-04"] * 8
-source_ids = model.preprocessor.encode_sources(sources)
-decoder_in, decoder_out = model.preprocessor.encode_targets(targets)
+source_ids = model.preprocessor.tokenize_sources(sources)
+decoder_in, decoder_out = model.preprocessor.tokenize_targets(targets)
 model.compile(optimizer=keras.optimizers.Adam(1e-3),
               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0))
 before = model.evaluate((source_ids, decoder_in), decoder_out, verbose=0)

@@ -42,7 +42,7 @@ def test_scores_count_passes_and_list_failures():
 def test_templated_training_examples_share_no_word_with_the_suite():
     from zoo.data import sentiment_templates, sst2
 
-    splits = sst2.load()
+    splits = sst2.read()
     positive, negative = sentiment_templates.polarity_words(*splits["train"])
     assert len(positive) == len(negative) == 150 and not set(positive) & set(negative)
     assert {"best", "wonderful"} <= set(positive) and {"worst", "mess"} <= set(negative)

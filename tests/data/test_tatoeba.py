@@ -6,15 +6,15 @@ from zoo.data import tatoeba
 
 
 def test_reads_the_local_corpora():
-    pairs = tatoeba.load("cmn")
+    pairs = tatoeba.read("cmn")
     assert len(pairs) == 26997
     assert pairs[0] == tatoeba.Pair("Hi.", "嗨。")
-    assert len(tatoeba.load("fra")) == 71162
+    assert len(tatoeba.read("fra")) == 71162
 
 
 @pytest.mark.parametrize("corpus", ["cmn", "fra"])
 def test_split_is_deterministic_and_no_test_sentence_occurs_in_training(corpus):
-    pairs = tatoeba.load(corpus)
+    pairs = tatoeba.read(corpus)
     first, second = tatoeba.split(pairs), tatoeba.split(list(pairs))
     assert first == second
     assert sum(len(v) for v in first.values()) == len(pairs)
@@ -51,7 +51,7 @@ def test_malformed_tsv_names_the_line(tmp_path):
 def test_missing_corpus_says_how_to_get_it(tmp_path, monkeypatch):
     monkeypatch.setenv(tatoeba.DATA_DIR_VARIABLE, str(tmp_path))
     with pytest.raises(FileNotFoundError, match=r"Set ZOO_DATA_DIR .* zoo.data.tatoeba.download"):
-        tatoeba.load("cmn")
+        tatoeba.read("cmn")
 
 
 @pytest.mark.parametrize("corpus", ["cmn", "fra"])

@@ -267,8 +267,8 @@ def test_an_unknown_word_in_the_output_is_one_produced_word_as_in_the_attention_
     preprocessor = tiny_translator(MODELS["attention"]).preprocessor
     source = "我读了一本书。"
     vocabulary = preprocessor.target_vocabulary
-    ids = [vocabulary.encode(["I"])[0], 1, vocabulary.encode(["."])[0]]  # 1: [UNK]
-    output = preprocessor.decode_translation(preprocessor.encode_sources([source])[0], ids)
+    ids = [vocabulary.ids_of(["I"])[0], 1, vocabulary.ids_of(["."])[0]]  # 1: [UNK]
+    output = preprocessor.detokenize_translation(preprocessor.tokenize_sources([source])[0], ids)
     assert output == "I [UNK]."
     words = translation_words(output, "en")
     assert words == preprocessor.output_words(ids) == ["I", "[UNK]", "."]

@@ -36,7 +36,7 @@ def model():
 @pytest.fixture(scope="module")
 def test_pairs():
     """100 pairs of the preset's test split, long and short."""
-    pairs = tatoeba.split(tatoeba.load("cmn"))["test"]
+    pairs = tatoeba.split(tatoeba.read("cmn"))["test"]
     return pairs[::len(pairs) // 100][:100]
 
 
@@ -174,9 +174,9 @@ def test_tflite_float32_is_token_identical_to_keras(model, exports, sources):
     translator = TFLiteTranslator(exports["float32"])
     for text in sources:
         keras_ids, _ = model._compiled_search(GreedySearch(), model.max_output_length, False)(
-            model.preprocessor.encode_sources([text]))
+            model.preprocessor.tokenize_sources([text]))
         np.testing.assert_array_equal(
-            translator.translate_ids(translator.encode(text)), keras_ids[0], err_msg=text
+            translator.translate_ids(translator.tokenize(text)), keras_ids[0], err_msg=text
         )
     assert translator.translate(sources[:20], beam_size=5) == model.translate(
         sources[:20], beam_size=5)

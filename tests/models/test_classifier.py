@@ -26,7 +26,7 @@ def fitted():
     model = tiny_classifier()
     model.compile(optimizer=keras.optimizers.Adam(0.05),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    model.fit(model.preprocessor.encode([t for t, _ in REVIEWS]), np.array([y for _, y in REVIEWS]),
+    model.fit(model.preprocessor.tokenize([t for t, _ in REVIEWS]), np.array([y for _, y in REVIEWS]),
               epochs=60, verbose=0)
     return model
 
@@ -88,7 +88,7 @@ def test_cli_classify_and_evaluate(classifier_preset, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_sst2_files_are_read_and_checked(tmp_path):
-    splits = sst2.load()
+    splits = sst2.read()
     assert len(splits["test"][0]) == 872 and set(splits["test"][1]) == {0, 1}
     validation, train = splits["validation"][0], splits["train"][0]
     assert 700 <= len(validation) <= 850 and len(train) > 55_000

@@ -59,8 +59,8 @@ TRANSLATION = KindCase(
     model=lambda request: request.getfixturevalue("toy_translators")["attention"],
     inputs=[SOURCES[0], SOURCES[2], "你好 🙂"],
     network=lambda model, texts: model((
-        model.preprocessor.encode_sources(texts),
-        model.preprocessor.encode_targets(TARGETS[:len(texts)])[0])),
+        model.preprocessor.tokenize_sources(texts),
+        model.preprocessor.tokenize_targets(TARGETS[:len(texts)])[0])),
     python=lambda model, texts: {"greedy": model.translate(texts),
                                  "beam": model.translate(texts, beam_size=BEAM)},
     saved_model=_translations,
@@ -93,7 +93,7 @@ def _served_generation(saved, prompts):
 LANGUAGE_MODEL = KindCase(
     model=lambda request: tiny_language_model("gru"),
     inputs=["ROMEO:", "But soft"],
-    network=lambda model, prompts: [model(np.array([model.preprocessor.encode(p)], np.int32))
+    network=lambda model, prompts: [model(np.array([model.preprocessor.tokenize(p)], np.int32))
                                     for p in prompts],
     python=lambda model, prompts: _generations(
         lambda p, t, s: model.generate(p, LENGTH, temperature=t, seed=s), prompts),
@@ -108,7 +108,7 @@ LANGUAGE_MODEL = KindCase(
 CLASSIFIER = KindCase(
     model=lambda request: tiny_classifier(),
     inputs=["i loved it", "a dull , tedious mess", "zzz"],
-    network=lambda model, texts: model(model.preprocessor.encode(texts)),
+    network=lambda model, texts: model(model.preprocessor.tokenize(texts)),
     python=lambda model, texts: model.probabilities(texts),
     saved_model=lambda saved, texts: saved.signatures["serving_default"](
         texts=tf.constant(texts, tf.string))["probabilities"].numpy(),

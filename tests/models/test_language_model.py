@@ -25,7 +25,7 @@ def fitted():
     model = tiny_language_model("lstm", units=48)
     model.compile(optimizer=keras.optimizers.Adam(0.02),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    ids = np.array([model.preprocessor.encode(VERSE)], np.int32)
+    ids = np.array([model.preprocessor.tokenize(VERSE)], np.int32)
     model.fit(ids[:, :-1], ids[:, 1:], epochs=150, verbose=0)
     return model
 
@@ -33,7 +33,7 @@ def fitted():
 @pytest.mark.parametrize("cell", ["rnn", "lstm", "gru"])
 def test_one_step_at_a_time_equals_the_whole_sequence(cell):
     model = tiny_language_model(cell, num_layers=2)
-    ids = np.array([model.preprocessor.encode(VERSE[:40])], np.int32)
+    ids = np.array([model.preprocessor.tokenize(VERSE[:40])], np.int32)
     whole = model(ids).numpy()[0]
     states, steps = model.zero_states(1), []
     for t in range(ids.shape[1]):
@@ -48,7 +48,7 @@ def test_recurrent_dropout_acts_in_training_only_and_is_kept_in_the_config():
     model.build()
     plain = tiny_language_model("lstm")
     plain.set_weights(model.get_weights())
-    ids = np.array([plain.preprocessor.encode(VERSE[:40])], np.int32)
+    ids = np.array([plain.preprocessor.tokenize(VERSE[:40])], np.int32)
     np.testing.assert_allclose(model(ids).numpy(), plain(ids).numpy(), atol=1e-6)
     trained_twice = [model(ids, training=True).numpy() for _ in range(2)]
     assert np.abs(trained_twice[0] - trained_twice[1]).max() > 1e-3
@@ -75,9 +75,9 @@ def test_generation_is_reproducible_with_a_seed_and_equal_in_the_graph_loop(fitt
     first = fitted.generate("But", 60, temperature=1.5, seed=7)
     assert fitted.generate("But", 60, temperature=1.5, seed=7) == first
     assert fitted.generate("But", 60, temperature=1.5, seed=8) != first
-    in_graph = fitted.generate_ids(tf.constant([fitted.preprocessor.encode("But")]), 60, tf.constant(1.5),
+    in_graph = fitted.generate_ids(tf.constant([fitted.preprocessor.tokenize("But")]), 60, tf.constant(1.5),
                                    tf.constant(7))
-    assert fitted.preprocessor.decode(in_graph[0].numpy()) == first
+    assert fitted.preprocessor.detokenize(in_graph[0].numpy()) == first
     assert "".join(fitted.stream("But", 60, 1.5, 7)) == first
     assert len(fitted.generate("", 10, seed=1)) == 10  # an empty prompt starts a new line
 
@@ -108,10 +108,10 @@ def test_top_k_of_one_generates_the_greedy_text_and_filters_hold_in_the_graph_lo
     assert fitted.generate("But", 40, temperature=1.3, seed=4, top_k=1) == \
         fitted.generate("But", 40, temperature=0)
     filtered = fitted.generate("But", 60, temperature=1.5, seed=7, top_k=5, top_p=0.9)
-    in_graph = fitted.generate_ids(tf.constant([fitted.preprocessor.encode("But")]), 60,
+    in_graph = fitted.generate_ids(tf.constant([fitted.preprocessor.tokenize("But")]), 60,
                                    tf.constant(1.5), tf.constant(7), tf.constant(5),
                                    tf.constant(0.9))
-    assert fitted.preprocessor.decode(in_graph[0].numpy()) == filtered
+    assert fitted.preprocessor.detokenize(in_graph[0].numpy()) == filtered
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,7 @@ def test_preset_round_trip_and_fine_tuning(fitted, lm_preset):
     loaded = run_preset_test(lm_preset, fitted,
                              lambda m: m.generate("But", 40, temperature=1.0, seed=3), atol=None)
     text = "ROMEO:\nbut soft, her window breaks with light?\n" * 2
-    ids = np.array([loaded.preprocessor.encode(text)], np.int32)
+    ids = np.array([loaded.preprocessor.tokenize(text)], np.int32)
     loaded.compile(optimizer=keras.optimizers.Adam(0.01),
                    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     before = loaded.evaluate(ids[:, :-1], ids[:, 1:], verbose=0)

@@ -18,8 +18,8 @@ def trained(toy_translators):
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_teacher_forcing_equals_step_by_step_decoding(name):
     model = _tiny(MODELS[name])
-    source_ids = model.preprocessor.encode_sources(SOURCES[:3])
-    decoder_in, _ = model.preprocessor.encode_targets(TARGETS[:3])
+    source_ids = model.preprocessor.tokenize_sources(SOURCES[:3])
+    decoder_in, _ = model.preprocessor.tokenize_targets(TARGETS[:3])
     forced = model((source_ids, decoder_in)).numpy()
     state = model.encode(tf.constant(source_ids))
     for t in range(decoder_in.shape[1]):
@@ -76,7 +76,7 @@ def test_n_best_first_is_the_translation_and_scores_are_teacher_forced_log_proba
         assert len(hypotheses) == 3 and scores == sorted(scores, reverse=True)
 
     # Each hypothesis' score: its log-probability under teacher forcing / length penalty.
-    source_ids = model.preprocessor.encode_sources(SOURCES)
+    source_ids = model.preprocessor.tokenize_sources(SOURCES)
     tokens, scores, _ = model.generate_hypotheses(tf.constant(source_ids), 4, 3)
     for n in range(3):
         ids = tokens[:, n].numpy()
@@ -239,7 +239,7 @@ def test_score_by_hand():
     model.output_bias.assign(bias)
     log_softmax = bias - np.log(np.exp(bias).sum())
     target = TARGETS[0]  # "I read a book ."
-    ids = [*model.preprocessor.target_vocabulary.encode(target.replace(".", " .").split()), END_ID]
+    ids = [*model.preprocessor.target_vocabulary.ids_of(target.replace(".", " .").split()), END_ID]
     (result,) = model.score([SOURCES[0]], [target])
     assert result["tokens"] == 6
     np.testing.assert_allclose(result["total"], log_softmax[ids].sum(), rtol=1e-5)
@@ -303,8 +303,8 @@ def test_bad_sampling_arguments_are_clear_errors(trained, options, message):
 
 def test_unknown_words_become_oov_not_errors(trained):
     model = trained["attention"]
-    ids = model.preprocessor.encode_sources(["龘龘我"])
-    np.testing.assert_array_equal(ids, [[1, 1, model.preprocessor.source_vocabulary.encode(["我"])[0]]])
+    ids = model.preprocessor.tokenize_sources(["龘龘我"])
+    np.testing.assert_array_equal(ids, [[1, 1, model.preprocessor.source_vocabulary.ids_of(["我"])[0]]])
     assert isinstance(model.translate("龘龘")[0], str)
 
 
@@ -312,8 +312,8 @@ def test_unknown_words_become_oov_not_errors(trained):
 @pytest.mark.parametrize("weights_dtype", ["float32", "float16"])
 def test_preset_round_trip(trained, name, weights_dtype, tmp_path):
     model = trained[name]
-    source_ids = model.preprocessor.encode_sources(SOURCES)
-    decoder_in, _ = model.preprocessor.encode_targets(TARGETS)
+    source_ids = model.preprocessor.tokenize_sources(SOURCES)
+    decoder_in, _ = model.preprocessor.tokenize_targets(TARGETS)
     tolerance = 0 if weights_dtype == "float32" else 0.05
     directory, loaded = run_preset_round_trip(
         model, tmp_path / "toy", lambda m: m((source_ids, decoder_in)), atol=tolerance,

@@ -67,7 +67,7 @@ def test_other_space_separated_languages_use_the_word_rules():
 
 
 def _corpus_sample(corpus, count=400):
-    pairs = tatoeba.load(corpus)
+    pairs = tatoeba.read(corpus)
     step = max(1, len(pairs) // count)
     return pairs[::step]
 

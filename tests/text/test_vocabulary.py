@@ -14,11 +14,11 @@ def test_vocabulary_build_encode_decode_save(tmp_path):
     vocabulary = Vocabulary.build(texts, min_count=2)
     assert vocabulary.tokens == ["[PAD]", "[UNK]", "[START]", "[END]", "a", "b"]
     assert (PAD_ID, OOV_ID, START_ID, END_ID) == (0, 1, 2, 3)
-    assert vocabulary.encode(["a", "c", "b"]) == [4, OOV_ID, 5]
-    assert vocabulary.decode([START_ID, 4, 5, END_ID, 4]) == ["a", "b"]
+    assert vocabulary.ids_of(["a", "c", "b"]) == [4, OOV_ID, 5]
+    assert vocabulary.tokens_of([START_ID, 4, 5, END_ID, 4]) == ["a", "b"]
     vocabulary.save(tmp_path / "v.txt")
     assert (tmp_path / "v.txt").read_text() == "[PAD]\n[UNK]\n[START]\n[END]\na\nb\n"
-    assert Vocabulary.load(tmp_path / "v.txt") == vocabulary
+    assert Vocabulary.from_file(tmp_path / "v.txt") == vocabulary
 
 
 def test_pad_batch():

@@ -18,7 +18,7 @@ from zoo.text.vocabulary import OOV, SPECIAL_TOKENS
 
 
 def _pairs(corpus):
-    return tatoeba.split(tatoeba.load(corpus))
+    return tatoeba.split(tatoeba.read(corpus))
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +95,9 @@ def test_python_equals_the_training_librarys_encoder(preprocessors, name):
                 " ".join(words)).tokens, text
 
 
-def _graph_encode(preprocessor):
+def _graph_tokenize(preprocessor):
     graph = preprocessor.graph()
-    return tf.function(graph.encode, input_signature=[tf.TensorSpec([None], tf.string)])
+    return tf.function(graph.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
 
 
 @pytest.mark.slow
@@ -106,17 +106,17 @@ def test_graph_equals_python_on_the_corpus(preprocessors, name):
     case = preprocessors[name]
     preprocessor = case["preprocessor"]
     texts = case["test"][0] + case["train"][0][:500]
-    encode = _graph_encode(preprocessor)
+    tokenize = _graph_tokenize(preprocessor)
     for start in range(0, len(texts), 256):
         batch = texts[start:start + 256]
-        np.testing.assert_array_equal(encode(tf.constant(batch)).numpy(),
-                                      preprocessor.encode_sources(batch))
+        np.testing.assert_array_equal(tokenize(tf.constant(batch)).numpy(),
+                                      preprocessor.tokenize_sources(batch))
 
 
 @pytest.fixture(scope="module")
 def en_fr_graph(preprocessors):
     preprocessor = preprocessors["en_fr"]["preprocessor"]
-    return preprocessor, _graph_encode(preprocessor)
+    return preprocessor, _graph_tokenize(preprocessor)
 
 
 # Letters of the corpora, characters they never had, spaces the rules rewrite, marks.
@@ -127,21 +127,21 @@ ALPHABET = st.sampled_from(list("abcdeéèçœ ABZ'-.,!?«»…0123 我读书。
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.text(ALPHABET, max_size=40) | st.text(max_size=20), min_size=1, max_size=4))
 def test_graph_equals_python_on_any_unicode(en_fr_graph, texts):
-    preprocessor, encode = en_fr_graph
-    np.testing.assert_array_equal(encode(tf.constant(texts)).numpy(),
-                                  preprocessor.encode_sources(texts))
+    preprocessor, tokenize = en_fr_graph
+    np.testing.assert_array_equal(tokenize(tf.constant(texts)).numpy(),
+                                  preprocessor.tokenize_sources(texts))
 
 
 @pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 8999), max_size=20), min_size=1, max_size=4))
-def test_graph_decoding_equals_python(en_fr_graph, rows):
+def test_graph_detokenizing_equals_python(en_fr_graph, rows):
     preprocessor, _ = en_fr_graph
     rows = [r + [0] * (20 - len(r)) for r in rows]
-    decode = preprocessor.graph().decode
-    source = tf.constant([[5]] * len(rows))  # a known source piece: decode the output
-    got = [t.decode() for t in decode(source, tf.constant(rows)).numpy()]
-    assert got == [preprocessor.decode_target(r) for r in rows]
+    detokenize = preprocessor.graph().detokenize
+    source = tf.constant([[5]] * len(rows))  # a known source piece: detokenize the output
+    got = [t.decode() for t in detokenize(source, tf.constant(rows)).numpy()]
+    assert got == [preprocessor.detokenize_target(r) for r in rows]
 
 
 @pytest.mark.slow
@@ -159,7 +159,7 @@ def test_an_app_reading_only_the_runner_config_gives_the_same_ids(preprocessors,
             [sys.executable, "-c", blocked + f"runpy.run_path({str(script)!r}, run_name='__main__')",
              str(script), str(config), str(tmp_path / "texts.json")],
             capture_output=True, text=True, timeout=120, check=True)
-        expected = [case["preprocessor"].source_vocabulary.encode(
+        expected = [case["preprocessor"].source_vocabulary.ids_of(
             case["preprocessor"].source_pieces(t)) for t in texts]
         assert json.loads(result.stdout) == expected
 
@@ -171,7 +171,7 @@ def test_word_level_attention_sums_source_pieces_and_averages_produced_pieces():
     target = Vocabulary(list(SPECIAL_TOKENS) + ["J'", "ai", "lu", "un", "li", "##vre", "."])
     preprocessor = TranslationPreprocessor("en", "fr", source, target)
     assert preprocessor.source_pieces("I read book.") == ["I", "read", "bo", "##ok", "."]
-    ids = [target.encode([t])[0] for t in ["li", "##vre", "."]] + [3]
+    ids = [target.ids_of([t])[0] for t in ["li", "##vre", "."]] + [3]
     weights = np.array([[0.1, 0.1, 0.3, 0.4, 0.1],
                         [0.0, 0.2, 0.2, 0.2, 0.4],
                         [0.0, 0.0, 0.0, 0.0, 1.0],
@@ -194,11 +194,11 @@ def test_word_level_rows_follow_the_words_of_the_translation_text():
     source = Vocabulary(list(SPECIAL_TOKENS) + ["the", "summer", "."])
     target = Vocabulary(list(SPECIAL_TOKENS) + ["l'", "##été", "."])
     preprocessor = TranslationPreprocessor("en", "fr", source, target)
-    ids = [target.encode([t])[0] for t in ["l'", "##été", ".", "[UNK]"]] + [3]
+    ids = [target.ids_of([t])[0] for t in ["l'", "##été", ".", "[UNK]"]] + [3]
     weights = np.array([[0.6, 0.4, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.5, 0.5, 0.0],
                         [1.0, 0.0, 0.0]])
     words = preprocessor.alignment("the summer.", ids, weights)
-    translation = preprocessor.decode_target(ids)
+    translation = preprocessor.detokenize_target(ids)
     assert translation == "l'été. [UNK]"
     assert words.produced == ["l'", "été", ".", "[UNK]"]
     assert words.produced == translation_words(translation, "fr")

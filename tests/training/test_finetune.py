@@ -59,8 +59,8 @@ def test_a_word_the_preset_never_saw_is_spelled_in_pieces():
         preprocessor.target_vocabulary.tokens)
     pieces = preprocessor.target_pieces(english)
     assert "[UNK]" not in pieces and len(pieces) > len(tokenize(english, "en"))
-    _, decoder_out = preprocessor.encode_targets([english])
-    assert preprocessor.decode_target(decoder_out[0]) == english
+    _, decoder_out = preprocessor.tokenize_targets([english])
+    assert preprocessor.detokenize_target(decoder_out[0]) == english
 
 
 def test_user_tsv_is_read_in_the_models_direction(tmp_path):

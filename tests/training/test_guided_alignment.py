@@ -113,8 +113,8 @@ def _gradients():
 def test_training_with_the_loss_moves_attention_towards_the_links():
     keras.utils.set_random_seed(0)
     model = tiny_translator(MODELS["attention"])
-    source_ids = model.preprocessor.encode_sources(SOURCES)
-    decoder_in, decoder_out = model.preprocessor.encode_targets(TARGETS)
+    source_ids = model.preprocessor.tokenize_sources(SOURCES)
+    decoder_in, decoder_out = model.preprocessor.tokenize_targets(TARGETS)
     # Every produced piece linked to the first source piece: far from where an untrained
     # attention looks (about uniformly).
     linked = np.zeros(decoder_out.shape + (source_ids.shape[1],), np.int32)

@@ -253,8 +253,8 @@ def _tiny_lm(text, ema_momentum=None):
     model = language_model.build_model(sorted(set(text)), recipe["model_config"])
     model.compile(optimizer=adam(0.01, ema_momentum),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    train = language_model.windows(model.preprocessor.encode(text[:20000]), 32, 8, shuffle=True)
-    validation = language_model.windows(model.preprocessor.encode(text[20000:]), 32, 8, shuffle=False)
+    train = language_model.windows(model.preprocessor.tokenize(text[:20000]), 32, 8, shuffle=True)
+    validation = language_model.windows(model.preprocessor.tokenize(text[20000:]), 32, 8, shuffle=False)
     return model, train, validation
 
 

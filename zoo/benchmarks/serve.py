@@ -16,7 +16,7 @@ def _serving_texts(name, data_dir=None):
     if task == "classification":
         from zoo.data import sst2
 
-        return sst2.load(data_dir)["test"][0]
+        return sst2.read(data_dir)["test"][0]
     if task == "language_modeling":
         raise ValueError(f"zoo benchmark serve measures presets served with texts in "
                          f"(translators, classifiers); {name} is a language model.")

@@ -133,7 +133,7 @@ def greedy_work(model, texts):
     per sentence (``model.decoding_flops``: each sentence encodes its pieces and steps
     until its [END], as TensorFlow's greedy search drops finished sentences) and the
     mean number of decoder steps."""
-    source_ids = model.preprocessor.encode_sources(texts)
+    source_ids = model.preprocessor.tokenize_sources(texts)
     tokens, _ = model.generate_ids(source_ids)
     tokens = np.asarray(tokens)
     steps = [int(np.argmax(row == END_ID)) + 1 if (row == END_ID).any() else len(row)
@@ -164,7 +164,7 @@ def _tutorial_functions(model, texts):
 
     decode, parameters = tutorial_translator(model.source_vocabulary_size,
                                              model.target_vocabulary_size, model.units)
-    source_ids = tf.constant(model.preprocessor.encode_sources(texts))
+    source_ids = tf.constant(model.preprocessor.tokenize_sources(texts))
     tokens, _ = model.generate_ids(source_ids, return_attention=False)
     steps = int(tf.reduce_max(tf.math.count_nonzero(tokens, axis=1)))  # [END] included
     info = {"parameters": parameters,

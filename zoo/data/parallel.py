@@ -3,7 +3,7 @@
 Tatoeba teaches short textbook sentences; these add subtitles, news, captions, dictionary
 glosses and chat. Every file is a TSV, English first, the other language second, one pair
 a line (gzip read as it is). ``CORPORA`` names each with its public source, the sha256
-of the copy the presets were trained on, its domain and licence; ``load(name)`` reads
+of the copy the presets were trained on, its domain and licence; ``read(name)`` reads
 one, cleaned as its ``cleaning`` says (``normalise_subtitle_chinese``, ``first_gloss``).
 
 A translator's training data is a *mix* (a recipe's ``mix``: corpus name -> weight,
@@ -132,7 +132,7 @@ def corpus_path(name, directory=None):
     return local_file(corpus.file, corpus.url, directory)
 
 
-def load(name, directory=None):
+def read(name, directory=None):
     """The pairs of the corpus ``name``, cleaned as its ``cleaning`` says."""
     pairs = tatoeba.read_pairs(corpus_path(name, directory))
     cleaning = CORPORA[name].cleaning
@@ -214,7 +214,7 @@ def training_pairs(names, language, held_out=(), directory=None):
             raise ValueError(f"The corpus {name!r} pairs English with {corpus.language!r}; "
                              f"this mix translates between English and {language!r}.")
         kept = []
-        for pair in load(name, directory):
+        for pair in read(name, directory):
             key = (pair.english, pair.other)
             if (key in seen or sentence_key(pair.english) in unseen
                     or sentence_key(pair.other) in unseen

@@ -18,7 +18,8 @@ def read_text(path, unreadable=None):
     return "".join(utf8_lines(path, unreadable))
 
 
-def load(directory=None):
+def read(directory=None):
+    """The whole corpus, one string (``split`` cuts it into train, validation and test)."""
     return read_text(local_file(FILE, URL, directory))
 
 

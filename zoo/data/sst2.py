@@ -67,7 +67,7 @@ def split_sentences_from_phrases(lines, share=8, min_words=6, kept_phrase_words=
     return train, validation
 
 
-def load(directory=None):
+def read(directory=None):
     """``{"train", "validation", "test"}`` -> (sentences, labels)."""
     train = read_tsv(local_file(FILES["train"], URL, directory))
     test = read_tsv(local_file(FILES["test"], URL, directory))

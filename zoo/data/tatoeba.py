@@ -81,7 +81,7 @@ def read_pairs(path, unreadable=None):
     return pairs
 
 
-def load(corpus, directory=None):
+def read(corpus, directory=None):
     """All pairs of a corpus ('cmn' or 'fra')."""
     return read_pairs(corpus_path(corpus, directory))
 

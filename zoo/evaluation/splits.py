@@ -30,7 +30,7 @@ def other_language(source_language, target_language):
 
 def tatoeba_pairs(corpus, data_dir=None):
     """``{"train", "validation", "test"}`` -> ``[tatoeba.Pair]`` of a Tatoeba corpus."""
-    return tatoeba.split(tatoeba.load(corpus, data_dir))
+    return tatoeba.split(tatoeba.read(corpus, data_dir))
 
 
 def in_direction(pair_splits, source_language):
@@ -58,7 +58,7 @@ def text_splits(corpus, data_dir=None):
     """``{split: text}`` of a text corpus of ``TEXT_CORPORA``."""
     if corpus not in TEXT_CORPORA:
         raise ValueError(f"Unknown text corpus {corpus!r}; known: {', '.join(TEXT_CORPORA)}.")
-    return TEXT_CORPORA[corpus].split(TEXT_CORPORA[corpus].load(data_dir))
+    return TEXT_CORPORA[corpus].split(TEXT_CORPORA[corpus].read(data_dir))
 
 
 def evaluation_splits(recipe, data_dir=None):
@@ -74,7 +74,7 @@ def evaluation_splits(recipe, data_dir=None):
     elif corpus in TEXT_CORPORA:
         splits = text_splits(corpus, data_dir)
     elif corpus == "sst2":
-        splits = sst2.load(data_dir)
+        splits = sst2.read(data_dir)
     elif recipe.get("mix"):
         languages = recipe["source_language"], recipe["target_language"]
         return mix_evaluation_splits(

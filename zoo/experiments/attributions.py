@@ -127,12 +127,12 @@ class Batch:
     def __init__(self, model, texts):
         self.model, self.texts = model, texts
         preprocessor = model.preprocessor
-        self.source_ids = preprocessor.encode_sources(texts)
+        self.source_ids = preprocessor.tokenize_sources(texts)
         ids, _ = model.generate_ids(self.source_ids)  # what translate(texts) decodes
         self.outputs = self.texts_of(ops.convert_to_numpy(ids))
         # The produced pieces ([END] left out); none where the translation is empty
         # (a source without a known piece), as translate gives no attention rows then.
-        self.produced = [preprocessor.target_vocabulary.encode(preprocessor.output_pieces(row))
+        self.produced = [preprocessor.target_vocabulary.ids_of(preprocessor.output_pieces(row))
                          if output else [] for row, output in zip(ids, self.outputs)]
         self.target_inputs = pad_batch([[START_ID, *row] for row in self.produced])
         self.targets = pad_batch([[*row, END_ID] for row in self.produced])
@@ -140,7 +140,7 @@ class Batch:
                                                         self.target_inputs)
 
     def texts_of(self, ids):
-        return [self.model.preprocessor.decode_translation(source, row)
+        return [self.model.preprocessor.detokenize_translation(source, row)
                 for source, row in zip(self.source_ids, ids)]
 
     def greedy_ids(self, replace=None):

@@ -44,7 +44,7 @@ PASSAGE_LINES = 9
 
 
 def run(out_dir, quick=False, printer=print):
-    text = shakespeare.split(shakespeare.load())["test"]
+    text = shakespeare.split(shakespeare.read())["test"]
     if quick:
         text = text[:QUICK_CHARACTERS]
     features = text_features(text)

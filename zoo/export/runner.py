@@ -59,8 +59,8 @@ class TFLiteTranslator:
             self.beam_size: self.interpreter.get_signature_runner("beam"),
         }
 
-    def encode(self, text):
-        return self.preprocessor.encode_sources([text])
+    def tokenize(self, text):
+        return self.preprocessor.tokenize_sources([text])
 
     def translate_ids(self, source_ids, beam_size=1):
         """Output ids ``[max_output_length]`` for source ids ``[1, S]``."""
@@ -121,7 +121,7 @@ class TFLiteTranslator:
         search = search.for_call()
         translations = []
         for position, text in enumerate(texts):
-            source_ids = self.encode(self.preprocessor.accepted_source(text, position))
+            source_ids = self.tokenize(self.preprocessor.accepted_source(text, position))
             if sampled:
                 top_k, top_p = search.filters()
                 ids = self.sample_ids(source_ids, self._uniforms(search.seed, position),
@@ -130,7 +130,7 @@ class TFLiteTranslator:
                 ids = self.translate_ids_with_rules(source_ids, width, **rules)
             else:
                 ids = self.translate_ids(source_ids, width)
-            translations.append(self.preprocessor.decode_translation(source_ids[0], ids))
+            translations.append(self.preprocessor.detokenize_translation(source_ids[0], ids))
         return self.preprocessor.check_outputs(texts, translations)
 
     def _width(self, search):
@@ -181,7 +181,7 @@ class TFLiteLanguageModel:
 
         length, temperature, seed = arguments.check_generation_arguments(length, temperature, seed)
         top_k, top_p = arguments.check_sampling_filters(top_k, top_p)
-        prompt_ids = self.preprocessor.encode(codec.prompt_text(prompt))
+        prompt_ids = self.preprocessor.tokenize(codec.prompt_text(prompt))
         states = np.zeros(self.config["states"], np.float32)
         for token in prompt_ids:
             logits, states = self.step(token, states)
@@ -211,7 +211,7 @@ class TFLiteClassifier:
         self._classify = self.interpreter.get_signature_runner("classify")
 
     def probabilities(self, text):
-        ids = self.preprocessor.encode([text])
+        ids = self.preprocessor.tokenize([text])
         return self._classify(ids=ids)["probabilities"][0]
 
     def classify(self, texts):

@@ -46,21 +46,21 @@ VERSION = 1
 
 def _serving_functions(model, codec, search):
     def serving_default(texts):
-        source_ids = codec.encode(texts)
+        source_ids = codec.tokenize(texts)
         rows = tf.range(tf.shape(source_ids)[0])  # a sampling's draws follow each text's row
         ids = search.run(model, source_ids, search.feeds(rows), None, False, None)[0]
-        return {"translations": codec.decode(source_ids, ids)}
+        return {"translations": codec.detokenize(source_ids, ids)}
 
     def searched(texts, beam_size, rules=None):
         with tf.control_dependencies(beam_checks(beam_size)):
-            source_ids = codec.encode(texts)
+            source_ids = codec.tokenize(texts)
         # Beam 1 takes the greedy path, exactly as model.translate(beam_size=1) does.
         ids = tf.cond(
             tf.equal(beam_size, 1),
             lambda: model.generate_ids(source_ids, rules=rules)[0],
             lambda: model.generate_ids(source_ids, beam_size, rules=rules)[0],
         )
-        return {"translations": codec.decode(source_ids, ids)}
+        return {"translations": codec.detokenize(source_ids, ids)}
 
     def translate_beam(texts, beam_size):
         return searched(texts, beam_size)
@@ -72,23 +72,23 @@ def _serving_functions(model, codec, search):
             "max_length_ratio": max_length_ratio})
 
     def translate_with_prefix(texts, prefixes, beam_size):
-        return searched(texts, beam_size, {"prefix": codec.encode_targets(prefixes)})
+        return searched(texts, beam_size, {"prefix": codec.tokenize_targets(prefixes)})
 
     def translate_n_best(texts, beam_size, num_hypotheses):
         with tf.control_dependencies(n_best_checks(beam_size, num_hypotheses)):
-            source_ids = codec.encode(texts)
+            source_ids = codec.tokenize(texts)
         tokens, scores, _ = model.generate_hypotheses(source_ids, beam_size, num_hypotheses)
         # Decoded as B * n rows, each beside its own sentence's source.
         rows = tf.reshape(tokens, [-1, tf.shape(tokens)[-1]])
         sources = tf.repeat(source_ids, num_hypotheses, axis=0)
-        texts_out = tf.reshape(codec.decode(sources, rows), tf.shape(scores))
+        texts_out = tf.reshape(codec.detokenize(sources, rows), tf.shape(scores))
         return {"translations": texts_out, "scores": scores}
 
     def translate_sample(texts, temperature, seed, top_k, top_p):
         with tf.control_dependencies(sampling_checks(temperature, seed, top_k, top_p)):
-            source_ids = codec.encode(texts)
+            source_ids = codec.tokenize(texts)
         ids, _ = model.generate_samples(source_ids, temperature, seed, top_k, top_p)
-        return {"translations": codec.decode(source_ids, ids)}
+        return {"translations": codec.detokenize(source_ids, ids)}
 
     return (serving_default, translate_beam, translate_n_best, translate_sample,
             translate_with_rules, translate_with_prefix)
@@ -214,7 +214,7 @@ def _classifier_endpoints(model, search=None):
     labels = tf.constant(model.labels)
 
     def classify(texts):
-        probabilities = tf.nn.softmax(model(codec.encode(texts)))
+        probabilities = tf.nn.softmax(model(codec.tokenize(texts)))
         return {"labels": tf.gather(labels, tf.argmax(probabilities, axis=-1)),
                 "probabilities": probabilities}
 

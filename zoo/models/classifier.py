@@ -127,7 +127,7 @@ class TextClassifier(PresetModel):
                 lambda ids: ops.softmax(self(ids), axis=-1), self.variables))
         rows = [np.zeros((0, len(self.labels)), np.float32)]
         for start in range(0, len(texts), batch_size):
-            ids = self.require_preprocessor().encode(texts[start : start + batch_size])
+            ids = self.require_preprocessor().tokenize(texts[start : start + batch_size])
             rows.append(self._predict_function(np.asarray(ids, np.int32)))
         return np.concatenate(rows)
 
@@ -149,7 +149,7 @@ class TextClassifier(PresetModel):
         text = inspection.checked_text(text)
         preprocessor = self.require_preprocessor()
         words = inspection.require_tokens(text, preprocessor.words(text))
-        ids = preprocessor.vocabulary.encode(words)
+        ids = preprocessor.vocabulary.ids_of(words)
         records = inspection.compiled(self, self._inspected_steps)(np.asarray([ids], np.int32))
         layers = (("encoder/forward", self.encoder.forward_layer),
                   ("encoder/backward", self.encoder.backward_layer))

@@ -160,7 +160,7 @@ class CharLanguageModel(PresetModel):
     # -- scoring -----------------------------------------------------------------------------------
     def nats_per_char(self, text, chunk_length=1024):
         """Mean ``-ln P(x_t | x_<t)`` over ``text[1:]``, read in one pass (state carried)."""
-        ids = np.asarray(self.require_preprocessor().encode(text), np.int32)
+        ids = np.asarray(self.require_preprocessor().tokenize(text), np.int32)
         if len(ids) < 2:
             raise ValueError(f"Scoring needs at least 2 characters; received {len(ids)}.")
         score = self._function("score", self._score_chunk)
@@ -191,7 +191,7 @@ class CharLanguageModel(PresetModel):
                 has characters the model was not trained on.
         """
         text = inspection.checked_text(text)
-        ids = inspection.require_tokens(text, self.require_preprocessor().encode(text))
+        ids = inspection.require_tokens(text, self.require_preprocessor().tokenize(text))
         records = inspection.compiled(self, self._inspected_steps)(np.asarray([ids], np.int32))
         return {"tokens": list(text),
                 "layers": [inspection.trace(layer.cell, record, layer.name)
@@ -212,7 +212,7 @@ class CharLanguageModel(PresetModel):
         length, temperature, seed = arguments.check_generation_arguments(length, temperature, seed)
         top_k, top_p = arguments.check_sampling_filters(top_k, top_p)
         preprocessor = self.require_preprocessor()
-        prompt_ids = np.asarray([preprocessor.encode(codec.prompt_text(prompt))], np.int32)
+        prompt_ids = np.asarray([preprocessor.tokenize(codec.prompt_text(prompt))], np.int32)
         logits, states = self._function("prime", self._prime)(prompt_ids)
         strategy = generation_strategy(temperature, seed, top_k, top_p)
         # Compiled once, with the sampling arguments as inputs: a new seed traces nothing.

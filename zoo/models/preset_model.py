@@ -59,15 +59,16 @@ class PresetModel(keras.Model):
         return self.preprocessor
 
     def preprocessor_options(self):
-        """What ``preprocessor_class.load`` takes besides the folder (from the config)."""
+        """What ``preprocessor_class.from_directory`` takes besides the folder (from the
+        config)."""
         return {}
 
     def save_assets(self, directory):
         self.require_preprocessor().save(directory)
 
     def load_assets(self, directory):
-        self.set_preprocessor(self.preprocessor_class.load(directory,
-                                                           **self.preprocessor_options()))
+        self.set_preprocessor(self.preprocessor_class.from_directory(
+            directory, **self.preprocessor_options()))
 
     # -- presets ---------------------------------------------------------------------------------
     @classmethod

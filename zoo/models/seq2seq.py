@@ -412,7 +412,7 @@ class Seq2Seq(PresetModel):
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            source_ids = preprocessor.encode_sources([texts[i] for i in chunk])
+            source_ids = preprocessor.tokenize_sources([texts[i] for i in chunk])
             inputs = [_pad_for_compilation(source_ids), *search.feeds(np.asarray(chunk, np.int32))]
             if prefixes is not None:
                 inputs.append(_pad_for_compilation(pad_batch([prefixes[i] for i in chunk])))
@@ -497,7 +497,7 @@ class Seq2Seq(PresetModel):
             return self._n_best(texts, decoded, return_attention, attention_level, check_outputs)
         translations, attentions = [None] * len(texts), [None] * len(texts)
         for index, ids, attention, source_ids in decoded:
-            translations[index] = self.preprocessor.decode_translation(source_ids, ids)
+            translations[index] = self.preprocessor.detokenize_translation(source_ids, ids)
             if return_attention:
                 if not translations[index]:
                     ids = ids[:0]  # nothing was translated: no rows
@@ -523,7 +523,7 @@ class Seq2Seq(PresetModel):
         for index, hypotheses, attentions, source_ids, scores in decoded:
             results[index] = []
             for n, ids in enumerate(hypotheses):
-                text = self.preprocessor.decode_translation(source_ids, ids)
+                text = self.preprocessor.detokenize_translation(source_ids, ids)
                 result = {"text": text, "score": float(scores[n])}
                 if return_attention:
                     ids = ids if text else ids[:0]  # nothing was translated: no rows
@@ -561,8 +561,8 @@ class Seq2Seq(PresetModel):
         results = []
         for start in range(0, len(sources), batch_size):
             batch = slice(start, start + batch_size)
-            source_ids = preprocessor.encode_sources(sources[batch])
-            decoder_in, decoder_out = preprocessor.encode_targets(targets[batch])
+            source_ids = preprocessor.tokenize_sources(sources[batch])
+            decoder_in, decoder_out = preprocessor.tokenize_targets(targets[batch])
             log_probabilities = np.asarray(scorer(
                 *map(_pad_for_compilation, (source_ids, decoder_in, decoder_out))))
             counts = (decoder_out != PAD_ID).sum(axis=1)
@@ -618,11 +618,11 @@ class Seq2Seq(PresetModel):
         source_tokens = inspection.require_tokens(text, preprocessor.source_pieces(text))
         ((_, ids, _, source_row),) = self._decode([text], searches.GreedySearch(), max_length, 1)
         produced = preprocessor.output_pieces(ids)
-        target_ids = [START_ID, *preprocessor.target_vocabulary.encode(produced)]
+        target_ids = [START_ID, *preprocessor.target_vocabulary.ids_of(produced)]
         encoder, decoder = inspection.compiled(self, self._inspected_steps)(
             np.asarray([source_row], np.int32), np.asarray([target_ids], np.int32))
         return {
-            "translation": preprocessor.decode_translation(source_row, ids),
+            "translation": preprocessor.detokenize_translation(source_row, ids),
             "source_tokens": source_tokens,
             "target_tokens": [START, *produced],
             "encoder": [inspection.trace(cell, record, name)

@@ -137,9 +137,9 @@ class TranslationPreprocessor:
         """The pieces of a reference translation (training)."""
         return self.pieces(tokenizers.tokenize(text, self.target_language), self.target_vocabulary)
 
-    def encode_sources(self, texts):
+    def tokenize_sources(self, texts):
         """Right-padded source ids ``[batch, longest]`` (int32, at least one column)."""
-        return pad_batch([self.source_vocabulary.encode(self.source_pieces(t)) for t in texts])
+        return pad_batch([self.source_vocabulary.ids_of(self.source_pieces(t)) for t in texts])
 
     def source_rows(self, texts):
         """The source ids of each text (``source_pieces``), unpadded."""
@@ -160,35 +160,35 @@ class TranslationPreprocessor:
             for word in words_of(text):
                 ids = ids_of_word.get(word)
                 if ids is None:
-                    ids = ids_of_word[word] = vocabulary.encode(self.pieces([word], vocabulary))
+                    ids = ids_of_word[word] = vocabulary.ids_of(self.pieces([word], vocabulary))
                 row += ids
             rows.append(row[:limit])
         return rows
 
-    def encode_targets(self, texts):
+    def tokenize_targets(self, texts):
         """(decoder inputs ``[START] y``, decoder targets ``y [END]``), padded, int32."""
         rows = self.target_rows(texts)
         return pad_batch([[START_ID] + r for r in rows]), pad_batch([r + [END_ID] for r in rows])
 
     def output_pieces(self, ids):
         """The produced pieces: up to ``[END]``, without pads."""
-        return self.target_vocabulary.decode(ids)
+        return self.target_vocabulary.tokens_of(ids)
 
     def output_words(self, ids):
         pieces = self.output_pieces(ids)
         return wordpiece.join_pieces(pieces) if self.subwords else pieces
 
-    def decode_target(self, ids):
+    def detokenize_target(self, ids):
         """Readable text for output ids."""
         return tokenizers.join_with_rules(self.output_words(ids), self.detokenize_rules)
 
-    def decode_translation(self, source_ids, ids):
+    def detokenize_translation(self, source_ids, ids):
         """The translation of one source row: a source without a known piece (an empty
         or blank text, or only characters the model never saw) translates to the empty
         string instead of whatever the decoder would make up."""
         if not any(int(i) not in (PAD_ID, OOV_ID) for i in source_ids):
             return ""
-        return self.decode_target(ids)
+        return self.detokenize_target(ids)
 
     def check_outputs(self, texts, outputs):
         """Refuse outputs that are not of the task's format (``UnreadableTextError``, which
@@ -249,13 +249,14 @@ class TranslationPreprocessor:
                 "output_format": self.output_format}
 
     @classmethod
-    def load(cls, directory, **defaults):
+    def from_directory(cls, directory, **defaults):
         """From preset assets; ``defaults`` for presets written before ``preprocessor.json``
         (whole-word vocabularies, the languages from the model's config)."""
         directory = Path(directory)
         config = {"subwords": False, **defaults, **_read_config(directory)}
-        return cls(source_vocabulary=Vocabulary.load(directory / SOURCE_VOCABULARY_FILE),
-                   target_vocabulary=Vocabulary.load(directory / TARGET_VOCABULARY_FILE), **config)
+        return cls(source_vocabulary=Vocabulary.from_file(directory / SOURCE_VOCABULARY_FILE),
+                   target_vocabulary=Vocabulary.from_file(directory / TARGET_VOCABULARY_FILE),
+                   **config)
 
     def runner_config(self):
         """The tokenization as data, for ``NAME.json`` beside a ``.tflite``: with it and
@@ -288,7 +289,7 @@ class TranslationPreprocessor:
 
     # -- inside a TensorFlow graph ----------------------------------------------------------
     def graph(self):
-        """The same encoding and decoding in graph ops (``GraphTranslationPreprocessor``)."""
+        """Tokenizing and detokenizing in graph ops (``GraphTranslationPreprocessor``)."""
         return GraphTranslationPreprocessor(self)
 
 
@@ -331,15 +332,15 @@ class GraphTranslationPreprocessor:
     def resources(self):
         return [self.source_table, self.target_table]
 
-    def encode(self, texts):
-        """Right-padded source ids ``[B, max(longest, 1)]``, as ``encode_sources``."""
+    def tokenize(self, texts):
+        """Right-padded source ids ``[B, max(longest, 1)]``, as ``tokenize_sources``."""
         texts = self._accepted(checked_texts(texts))
         words = tokenizers.tf_tokenize(texts, self.preprocessor.source_language,
                                        self.preprocessor.tokenize_rules)
         ids = self._pieces(words, self.source_table, self.preprocessor.source_vocabulary)
         return tf_padded(ids[:, : self.preprocessor.max_source_length])
 
-    def encode_targets(self, texts):
+    def tokenize_targets(self, texts):
         """Right-padded target ids ``[B, max(longest, 1)]`` of texts in the target
         language (``target_rows``): a translation's given start."""
         words = tokenizers.tf_tokenize(checked_texts(texts), self.preprocessor.target_language)
@@ -357,8 +358,8 @@ class GraphTranslationPreprocessor:
         ids = tf.cast(tf.ragged.map_flat_values(table.lookup, words), tf.int32)
         return tf.ragged.map_flat_values(lambda i: tf.where(i < 0, OOV_ID, i), ids)
 
-    def decode(self, source_ids, ids):
-        """Text per row of ``ids`` (as ``decode_translation``): up to the first ``[END]``,
+    def detokenize(self, source_ids, ids):
+        """Text per row of ``ids`` (as ``detokenize_translation``): up to the first ``[END]``,
         without pads, pieces joined into words; empty for a source without a known piece."""
         import tensorflow as tf
 
@@ -509,9 +510,9 @@ class ClassifierPreprocessor:
 
     def rows(self, texts):
         """Word ids per text, unpadded (empty for a text without words: training skips it)."""
-        return [self.vocabulary.encode(self.words(t)) for t in texts]
+        return [self.vocabulary.ids_of(self.words(t)) for t in texts]
 
-    def encode(self, texts):
+    def tokenize(self, texts):
         """Right-padded word ids ``[batch, longest]``; a text without words is one ``[UNK]``."""
         return pad_batch([row or [OOV_ID] for row in self.rows(texts)])
 
@@ -525,11 +526,11 @@ class ClassifierPreprocessor:
         _write_config(directory, self.get_config())
 
     @classmethod
-    def load(cls, directory, **defaults):
+    def from_directory(cls, directory, **defaults):
         """From preset assets; ``defaults`` (the model's config) for presets written
         before ``preprocessor.json``."""
         directory = Path(directory)
-        return cls(Vocabulary.load(directory / CLASSIFIER_VOCABULARY_FILE),
+        return cls(Vocabulary.from_file(directory / CLASSIFIER_VOCABULARY_FILE),
                    **{**defaults, **_read_config(directory)})
 
     def runner_config(self):
@@ -542,12 +543,12 @@ class ClassifierPreprocessor:
                    config["max_length"])
 
     def graph(self):
-        """The same encoding in graph ops (``GraphClassifierPreprocessor``)."""
+        """Tokenizing in graph ops (``GraphClassifierPreprocessor``)."""
         return GraphClassifierPreprocessor(self)
 
 
 class GraphClassifierPreprocessor:
-    """``ClassifierPreprocessor.encode`` in core TensorFlow ops, for a 1-D string tensor."""
+    """``ClassifierPreprocessor.tokenize`` in core TensorFlow ops, for a 1-D string tensor."""
 
     def __init__(self, preprocessor):
         self.preprocessor = preprocessor
@@ -557,7 +558,7 @@ class GraphClassifierPreprocessor:
     def resources(self):
         return [self.table]
 
-    def encode(self, texts):
+    def tokenize(self, texts):
         import tensorflow as tf
 
         texts = checked_texts(texts)
@@ -588,10 +589,10 @@ class CharacterPreprocessor:
     def __len__(self):
         return len(self.characters)
 
-    def encode(self, text):
+    def tokenize(self, text):
         return codec.character_ids(text, self.index, self.characters)
 
-    def decode(self, ids):
+    def detokenize(self, ids):
         return "".join(self.characters[int(i)] for i in ids)
 
     def save(self, directory):
@@ -599,7 +600,7 @@ class CharacterPreprocessor:
             json.dump(self.characters, handle, ensure_ascii=False)
 
     @classmethod
-    def load(cls, directory):
+    def from_directory(cls, directory):
         with open(Path(directory) / CHARACTERS_FILE, encoding="utf-8") as handle:
             return cls(json.load(handle))
 

@@ -45,10 +45,11 @@ class Vocabulary:
     def __eq__(self, other):
         return isinstance(other, Vocabulary) and self.tokens == other.tokens
 
-    def encode(self, tokens):
+    def ids_of(self, tokens):
+        """The id of each token (``[UNK]``'s for a token it lacks)."""
         return [self._ids.get(token, OOV_ID) for token in tokens]
 
-    def decode(self, ids):
+    def tokens_of(self, ids):
         """Tokens for ids, stopping at ``[END]`` and skipping ``[PAD]``/``[START]``."""
         tokens = []
         for index in ids:
@@ -65,7 +66,7 @@ class Vocabulary:
             handle.write("\n".join(self.tokens) + "\n")
 
     @classmethod
-    def load(cls, path):
+    def from_file(cls, path):
         with open(path, encoding="utf-8", newline="\n") as handle:
             tokens = handle.read().split("\n")
         if tokens and tokens[-1] == "":

@@ -50,7 +50,7 @@ class ClassificationTask(Task):
     def read_splits(self):
         if self.data_file:
             return _user_splits(self.data_file)
-        splits = sst2.load(self.data_dir)
+        splits = sst2.read(self.data_dir)
         # SST-2's training split only (a user's file may hold too few polarity words);
         # validation and test stay as they are.
         if self.recipe.templated_examples:

@@ -117,7 +117,7 @@ def _text_pipeline(task, splits, options):
                 f"{options.checkpoint_dir} holds the checkpoint of another run (its recipe or "
                 f"data differ from this command's); delete that folder to start afresh, or "
                 f"choose another with --checkpoint-dir.")
-        return task.preprocessor_class.load(folder)
+        return task.preprocessor_class.from_directory(folder)
     preprocessor = task.build_preprocessor(splits)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = staging_folder(folder.parent, prefix=".text-")

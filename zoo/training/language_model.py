@@ -83,7 +83,7 @@ class LanguageModelTask(Task):
 
     def datasets(self, model, splits, seed):
         length, batch_size = self.recipe.sequence_length, self.recipe.batch_size
-        train_ids, validation_ids = (model.preprocessor.encode(splits[name])
+        train_ids, validation_ids = (model.preprocessor.tokenize(splits[name])
                                      for name in ("train", "validation"))
         return (windows(train_ids, length, batch_size, shuffle=True, seed=seed),
                 windows(validation_ids, length, batch_size, shuffle=False))

@@ -87,7 +87,7 @@ class Task:
 
     @property
     def preprocessor_class(self):
-        """The text pipeline's class (``save(dir)``, ``load(dir)``): its model kind's."""
+        """The text pipeline's class (``save(dir)``, ``from_directory(dir)``): its model kind's."""
         from zoo.models import KINDS
 
         return KINDS[self.kind].preprocessor_class
