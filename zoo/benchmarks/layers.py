@@ -244,41 +244,53 @@ FRAMEWORKS = ("zoo", "keras", "torch")
 
 
 def benchmark_layers_against_torch(batches=(1, 64), steps=100, input_dim=256, units=512,
-                                   rounds=7, cells=("LSTM", "GRU"), matmul_size=2048,
+                                   rounds=7, cells=("LSTM", "GRU"), matmul_size=1024,
                                    printer=print):
     """The zoo's layers, Keras' and PyTorch's with the same weights, alternating in one
     process, for each cell, batch size and mode (inference; training: forward and
     backward, for the inputs and weights): medians with 95% intervals, the speed ratios
     zoo / Keras and zoo / torch (above 1: the zoo faster; the median of the rounds'
-    ratios, with its interval) and each one's share of this machine's matmul rate (the
-    faster of TensorFlow's and torch's 2048x2048 matmul, measured here; training counted
-    as 3x the forward pass's FLOPs). Threads: what ``timing.use_threads`` set before."""
+    ratios, with its interval) and each one's share of this machine's matmul rate.
+    That rate is the faster of TensorFlow's and torch's ``matmul_size`` square matmul,
+    timed in the same rounds as each case (one measured apart, on a shared machine, was
+    slower than the layers in a busier spell); training counts as 3x the forward FLOPs.
+    Threads: TensorFlow's, as ``timing.use_threads`` set them before; torch's matched."""
     backend.require_tensorflow("zoo benchmark layers --against torch")
     torch = import_torch()
     threads = tensorflow_threads()
     if threads != "all":
         torch.set_num_threads(threads)  # matched to TensorFlow's
-    matmul = {"tensorflow": matmul_gflops(matmul_size),
-              "torch": matmul_gflops(matmul_size, product=lambda a, b: torch.from_numpy(a)
-                                     @ torch.from_numpy(b))}
-    peak = max(matmul.values())
     printer(f"zoo benchmark layers --against torch: {steps} steps, {input_dim} inputs, {units} "
             f"units, float32; TensorFlow {threads} intra-op threads, torch "
             f"{torch.get_num_threads()} threads; medians of {rounds} alternating rounds (95% "
             "intervals)")
-    printer(f"one {matmul_size}x{matmul_size} matmul: TensorFlow {matmul['tensorflow']:.1f} GFLOP/s, torch "
-            f"{matmul['torch']:.1f}; shares below are of {peak:.1f} GFLOP/s")
+    printer(f"share: of the faster {matmul_size}x{matmul_size} matmul, TensorFlow's or torch's, "
+            "timed in the same rounds; training counted as 3x the forward pass's FLOPs")
     printer(f"{'case':<24}" + "".join(f"{name + ' ms':>24}" for name in FRAMEWORKS)
-            + f"{'zoo/keras':>18}{'zoo/torch':>18}{'share zoo keras torch':>23}")
+            + f"{'zoo/keras':>20}{'zoo/torch':>20}{'share zoo keras torch':>23}")
+    matmuls = _matmul_calls(matmul_size, torch)
     results = []
     for cell in cells:
         for batch in batches:
-            results += _compare_cell(cell, batch, steps, input_dim, units, rounds, peak,
+            results += _compare_cell(cell, batch, steps, input_dim, units, rounds, matmuls,
                                      threads, printer)
     return results
 
 
-def _compare_cell(cell, batch, steps, input_dim, units, rounds, peak, threads, printer):
+def _matmul_calls(size, torch):
+    """``({name: call}, FLOPs of a call)``: one square float32 matmul in each framework."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((size, size), np.float32) for _ in range(2))
+    tf_a, tf_b, torch_a, torch_b = tf.constant(a), tf.constant(b), torch.tensor(a), torch.tensor(b)
+    tf_matmul = tf.function(tf.matmul)
+    calls = {"tensorflow matmul": lambda: tf_matmul(tf_a, tf_b),
+             "torch matmul": lambda: torch_a @ torch_b}
+    return calls, 2 * size**3
+
+
+def _compare_cell(cell, batch, steps, input_dim, units, rounds, matmuls, threads, printer):
     """One cell at one batch size, inference and training: its two table rows."""
     inputs = np.random.default_rng(0).standard_normal((batch, steps, input_dim), np.float32)
     keras.utils.set_random_seed(0)
@@ -290,10 +302,13 @@ def _compare_cell(cell, batch, steps, input_dim, units, rounds, peak, threads, p
     functions["torch"] = _torch_functions(torch_layer(layers["zoo"]), inputs)
     check_same_outputs({name: infer() for name, (infer, _) in functions.items()})
     forward_flops = recurrent_layer_flops(cell, batch, steps, input_dim, units)
+    matmul_calls, matmul_flops = matmuls
     results = []
     for mode, flops in (("inference", forward_flops), ("training", 3 * forward_flops)):
-        calls = {name: pair[mode == "training"] for name, pair in functions.items()}
-        samples = alternate_rounds(calls, rounds, repeats_for(calls["zoo"]))
+        calls = {name: train if mode == "training" else infer
+                 for name, (infer, train) in functions.items()}
+        samples = alternate_rounds({**calls, **matmul_calls}, rounds, repeats_for(calls["zoo"]))
+        peak = max(matmul_flops / np.median(samples[name]) / 1e9 for name in matmul_calls)
         result = {"layer": cell, "mode": mode, "batch": batch, "steps": steps,
                   "input_dim": input_dim, "units": units, "threads": threads,
                   "matmul_gflops": peak}
@@ -321,4 +336,4 @@ def _case_row(result):
     shares = " ".join(f"{result[name]['share_of_matmul']:.0%}" for name in FRAMEWORKS)
     case = f"{result['layer']} {result['mode']}, batch {result['batch']}"
     return (f"{case:<24}" + "".join(f"{milliseconds(name):>24}" for name in FRAMEWORKS)
-            + f"{ratio('keras'):>18}{ratio('torch'):>18}{shares:>23}")
+            + f"{ratio('keras'):>20}{ratio('torch'):>20}{shares:>23}")
