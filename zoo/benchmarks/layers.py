@@ -1,11 +1,17 @@
-"""``zoo benchmark layers``: the zoo's recurrent layers against Keras' built-ins."""
+"""``zoo benchmark layers``: the zoo's recurrent layers against Keras' built-ins, and
+(``--against torch``) against PyTorch's ``torch.nn.LSTM`` and ``GRU`` as well."""
 
 import keras
 import numpy as np
 
 import zoo.layers
 from zoo import backend
-from zoo.benchmarks.timing import alternate, matmul_gflops
+from zoo.benchmarks.timing import (alternate, matmul_gflops, median_with_interval,
+                                   repeats_for, tensorflow_threads)
+from zoo.layers.timing import alternate_rounds, paired_speed_ratio
+
+TORCH_EXTRA = 'pip install "keras-sequence-zoo[torch]"'
+SAME_OUTPUTS_WITHIN = 1e-5  # float32 rounding over 100 steps stays well inside it
 
 
 def recurrent_layer_flops(cell, batch, steps, input_dim, units):
@@ -62,9 +68,7 @@ def _training_function(layer, inputs):
 
 def _threads():
     if backend.is_tensorflow():
-        import tensorflow as tf
-
-        return tf.config.threading.get_intra_op_parallelism_threads() or "all"
+        return tensorflow_threads()
     if backend.name() == "torch":
         import torch
 
@@ -155,3 +159,181 @@ def _print_layout_decision(kind, decision, printer):
         printer(f"{kind}: undecided (an interval across 1 and wider than "
                 f"{kernel_choice.EQUIVALENT_WITHIN}x): used by this run only, measured "
                 "again by the next one")
+
+
+def import_torch():
+    """PyTorch (the optional extra ``torch``), or an ImportError that says how to get it."""
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(f"zoo benchmark layers --against torch needs PyTorch, the zoo's "
+                          f"optional extra torch: {TORCH_EXTRA}") from None
+    return torch
+
+
+# Where torch keeps each of Keras' gate blocks: Keras' LSTM has i, f, c, o and torch's
+# i, f, g, o (the same order); Keras' GRU has z, r, h and torch's r, z, n.
+_TORCH_GATE_ORDER = {"LSTM": (0, 1, 2, 3), "GRU": (1, 0, 2)}
+
+
+def torch_layer(layer):
+    """``torch.nn.LSTM`` or ``GRU`` (batch first) with the weights of a built zoo or Keras
+    ``LSTM``/``GRU`` layer. Keras keeps ``W`` as ``[inputs, gates * units]`` and torch
+    its transpose, gate blocks reordered (``_TORCH_GATE_ORDER``); an LSTM's one bias
+    goes to torch's input bias, a reset-after GRU's two (``[input; recurrent]``: the
+    recurrent one inside ``r * (h U + b)``, as torch's ``b_hn``) to ``bias_ih`` and
+    ``bias_hh``. Other configurations compute other equations: a ValueError."""
+    torch = import_torch()
+    cell_name = "GRU" if isinstance(layer, keras.layers.GRU) else "LSTM"
+    cell = layer.cell
+    if not cell.use_bias or (cell_name == "GRU" and not cell.reset_after):
+        raise ValueError(f"torch.nn.{cell_name} computes a {cell_name} with biases"
+                         f"{' and reset_after=True' if cell_name == 'GRU' else ''}; "
+                         f"got use_bias={cell.use_bias}"
+                         f"{f', reset_after={cell.reset_after}' if cell_name == 'GRU' else ''}.")
+    order = _TORCH_GATE_ORDER[cell_name]
+
+    def torch_weight(matrix):  # [..., gates * units] -> [gates * units, ...], torch's order
+        blocks = np.split(np.asarray(matrix), len(order), axis=-1)
+        return torch.from_numpy(np.concatenate([blocks[i] for i in order], axis=-1).T.copy())
+
+    bias = np.asarray(cell.bias)
+    input_bias, recurrent_bias = (bias, np.zeros_like(bias)) if cell_name == "LSTM" else bias
+    module = getattr(torch.nn, cell_name)(cell.kernel.shape[0], cell.units, batch_first=True)
+    with torch.no_grad():
+        for weight, value in ((module.weight_ih_l0, cell.kernel),
+                              (module.weight_hh_l0, cell.recurrent_kernel),
+                              (module.bias_ih_l0, input_bias),
+                              (module.bias_hh_l0, recurrent_bias)):
+            weight.copy_(torch_weight(value))
+    return module
+
+
+def _torch_functions(module, inputs):
+    """``(inference, training)`` of a torch layer on ``inputs``, as ``_layer_functions``:
+    the last step's output (what the zoo and Keras layers return); training also computes
+    the gradients for the inputs and every weight."""
+    torch = import_torch()
+    x = torch.from_numpy(inputs)
+
+    def infer():
+        with torch.inference_mode():
+            return module(x)[0][:, -1].numpy()
+
+    def train():
+        x_watched = x.detach().requires_grad_()
+        loss = torch.sum(module(x_watched)[0][:, -1])
+        return torch.autograd.grad(loss, [x_watched, *module.parameters()])
+
+    return infer, train
+
+
+def check_same_outputs(outputs, within=SAME_OUTPUTS_WITHIN):
+    """``outputs``: each framework's output on the same inputs and weights; a ValueError
+    naming the largest difference if any differs from the first by more than ``within``."""
+    (first_name, first), *others = outputs.items()
+    for name, output in others:
+        difference = float(np.max(np.abs(np.asarray(output) - first)))
+        if not difference <= within:
+            raise ValueError(f"{name}'s outputs differ from {first_name}'s by up to "
+                             f"{difference:.2g} (more than {within:g}) on the same inputs and "
+                             "weights: the weights were not copied faithfully; nothing timed.")
+
+
+FRAMEWORKS = ("zoo", "keras", "torch")
+
+
+def benchmark_layers_against_torch(batches=(1, 64), steps=100, input_dim=256, units=512,
+                                   rounds=7, cells=("LSTM", "GRU"), matmul_size=1024,
+                                   printer=print):
+    """The zoo's layers, Keras' and PyTorch's with the same weights, alternating in one
+    process, for each cell, batch size and mode (inference; training: forward and
+    backward, for the inputs and weights): medians with 95% intervals, the speed ratios
+    zoo / Keras and zoo / torch (above 1: the zoo faster; the median of the rounds'
+    ratios, with its interval) and each one's share of this machine's matmul rate.
+    That rate is the faster of TensorFlow's and torch's ``matmul_size`` square matmul,
+    timed in the same rounds as each case (one measured apart, on a shared machine, was
+    slower than the layers in a busier spell); training counts as 3x the forward FLOPs.
+    Threads: TensorFlow's, as ``timing.use_threads`` set them before; torch's matched."""
+    backend.require_tensorflow("zoo benchmark layers --against torch")
+    torch = import_torch()
+    threads = tensorflow_threads()
+    if threads != "all":
+        torch.set_num_threads(threads)  # matched to TensorFlow's
+    printer(f"zoo benchmark layers --against torch: {steps} steps, {input_dim} inputs, {units} "
+            f"units, float32; TensorFlow {threads} intra-op threads, torch "
+            f"{torch.get_num_threads()} threads; medians of {rounds} alternating rounds (95% "
+            "intervals)")
+    printer(f"share: of the faster {matmul_size}x{matmul_size} matmul, TensorFlow's or torch's, "
+            "timed in the same rounds; training counted as 3x the forward pass's FLOPs")
+    printer(f"{'case':<24}" + "".join(f"{name + ' ms':>24}" for name in FRAMEWORKS)
+            + f"{'zoo/keras':>20}{'zoo/torch':>20}{'share zoo keras torch':>23}")
+    matmuls = _matmul_calls(matmul_size, torch)
+    results = []
+    for cell in cells:
+        for batch in batches:
+            results += _compare_cell(cell, batch, steps, input_dim, units, rounds, matmuls,
+                                     threads, printer)
+    return results
+
+
+def _matmul_calls(size, torch):
+    """``({name: call}, FLOPs of a call)``: one square float32 matmul in each framework."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((size, size), np.float32) for _ in range(2))
+    tf_a, tf_b, torch_a, torch_b = tf.constant(a), tf.constant(b), torch.tensor(a), torch.tensor(b)
+    tf_matmul = tf.function(tf.matmul)
+    calls = {"tensorflow matmul": lambda: tf_matmul(tf_a, tf_b),
+             "torch matmul": lambda: torch_a @ torch_b}
+    return calls, 2 * size**3
+
+
+def _compare_cell(cell, batch, steps, input_dim, units, rounds, matmuls, threads, printer):
+    """One cell at one batch size, inference and training: its two table rows."""
+    inputs = np.random.default_rng(0).standard_normal((batch, steps, input_dim), np.float32)
+    keras.utils.set_random_seed(0)
+    layers = {"zoo": getattr(zoo.layers, cell)(units), "keras": getattr(keras.layers, cell)(units)}
+    layers["zoo"].build(inputs.shape)
+    layers["keras"].build(inputs.shape)
+    layers["keras"].set_weights(layers["zoo"].get_weights())
+    functions = {name: _layer_functions(layer, inputs) for name, layer in layers.items()}
+    functions["torch"] = _torch_functions(torch_layer(layers["zoo"]), inputs)
+    check_same_outputs({name: infer() for name, (infer, _) in functions.items()})
+    forward_flops = recurrent_layer_flops(cell, batch, steps, input_dim, units)
+    matmul_calls, matmul_flops = matmuls
+    results = []
+    for mode, flops in (("inference", forward_flops), ("training", 3 * forward_flops)):
+        calls = {name: train if mode == "training" else infer
+                 for name, (infer, train) in functions.items()}
+        samples = alternate_rounds({**calls, **matmul_calls}, rounds, repeats_for(calls["zoo"]))
+        peak = max(matmul_flops / np.median(samples[name]) / 1e9 for name in matmul_calls)
+        result = {"layer": cell, "mode": mode, "batch": batch, "steps": steps,
+                  "input_dim": input_dim, "units": units, "threads": threads,
+                  "matmul_gflops": peak}
+        for name in FRAMEWORKS:
+            median, interval = median_with_interval(samples[name])
+            result[name] = {"seconds": median, "interval_95": interval,
+                            "share_of_matmul": flops / median / 1e9 / peak}
+        for other in ("keras", "torch"):
+            result[f"zoo_over_{other}"] = paired_speed_ratio(samples["zoo"], samples[other])
+        printer(_case_row(result))
+        results.append(result)
+    return results
+
+
+def _case_row(result):
+    def milliseconds(name):
+        low, high = result[name]["interval_95"]
+        return f"{1e3 * result[name]['seconds']:.1f} ({1e3 * low:.1f}-{1e3 * high:.1f})"
+
+    def ratio(other):
+        paired = result[f"zoo_over_{other}"]
+        low, high = paired["interval_95"]
+        return f"{paired['ratio']:.2f} ({low:.2f}-{high:.2f})"
+
+    shares = " ".join(f"{result[name]['share_of_matmul']:.0%}" for name in FRAMEWORKS)
+    case = f"{result['layer']} {result['mode']}, batch {result['batch']}"
+    return (f"{case:<24}" + "".join(f"{milliseconds(name):>24}" for name in FRAMEWORKS)
+            + f"{ratio('keras'):>20}{ratio('torch'):>20}{shares:>23}")

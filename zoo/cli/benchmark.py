@@ -1,6 +1,8 @@
 """``zoo benchmark``: speed measured side by side (``zoo.benchmarks``)."""
 
 import json
+import subprocess
+import sys
 
 from zoo.cli.common import UsageError
 
@@ -8,6 +10,7 @@ EXAMPLES = {
     "benchmark": [
         "zoo benchmark layers",
         "zoo benchmark layers --remeasure",
+        "zoo benchmark layers --against torch --threads 1 2",
         "zoo benchmark translate gru_bahdanau_cmn_en --rounds 3 --json",
         "zoo benchmark decoding gru_bahdanau_cmn_en",
         "zoo benchmark decoding gru_bahdanau_cmn_en --baseline ../other-checkout",
@@ -27,6 +30,14 @@ def add_parsers(commands):
     bench.add_argument("--remeasure", action="store_true",
                        help="layers: measure which inference layout is faster here again, "
                             "print each batch's ratio, replace the kept choice")
+    bench.add_argument("--against", choices=["torch"],
+                       help="layers: also torch.nn.LSTM and GRU with the same weights, at "
+                            "batch 1 and 64 (or --batch), 100 steps, 256 inputs, 512 units "
+                            '(needs PyTorch: pip install "keras-sequence-zoo[torch]")')
+    bench.add_argument("--threads", type=int, nargs="+", metavar="N",
+                       help="layers: compute on N threads (TensorFlow's intra- and inter-op "
+                            "pools, PyTorch's); several: one run of the benchmark each, in a "
+                            "process of its own")
     bench.add_argument("--baseline",
                        help="decoding: another checkout of the zoo to compare with (without "
                             "it: each decoding option's cost)")
@@ -37,18 +48,16 @@ def add_parsers(commands):
 
 
 def _command_benchmark(args):
-    from zoo.benchmarks import decoding, layers, serve, translate
+    from zoo.benchmarks import decoding, serve, translate
 
     # Only the options given: the benchmark functions hold the defaults.
     rounds = {"rounds": args.rounds} if args.rounds else {}
     requests = {"requests": args.requests} if args.requests else {}
     if args.what == "layers":
-        if args.name:
-            raise UsageError("zoo benchmark layers takes no preset name.")
-        if args.batch is not None and args.batch < 1:
-            raise UsageError(f"--batch must be a positive number of sequences; got {args.batch}.")
-        batch = {"batch": args.batch} if args.batch else {}
-        results = layers.benchmark_layers(**rounds, **batch, remeasure=args.remeasure)
+        results = _benchmark_layers(args, rounds)
+    elif args.against or args.threads:
+        raise UsageError(f"--{'against' if args.against else 'threads'} is an option of zoo "
+                         f"benchmark layers, not of zoo benchmark {args.what}.")
     elif not args.name:
         raise UsageError(f"zoo benchmark {args.what} needs a preset name.")
     elif args.what == "serve":
@@ -64,3 +73,70 @@ def _command_benchmark(args):
     if args.json:
         print(json.dumps(results))
     return 0
+
+
+def _benchmark_layers(args, rounds):
+    from zoo.benchmarks import layers
+    from zoo.benchmarks.timing import use_threads
+
+    if args.name:
+        raise UsageError("zoo benchmark layers takes no preset name.")
+    if args.batch is not None and args.batch < 1:
+        raise UsageError(f"--batch must be a positive number of sequences; got {args.batch}.")
+    if args.threads and min(args.threads) < 1:
+        raise UsageError(f"--threads must be positive numbers of threads; got "
+                         f"{' '.join(map(str, args.threads))}.")
+    if args.against and args.remeasure:
+        raise UsageError("--remeasure measures the layouts of zoo benchmark layers' own "
+                         "shapes: run it without --against.")
+    if args.against:
+        try:
+            layers.import_torch()
+        except ImportError as error:
+            raise UsageError(str(error)) from None
+    if args.threads and len(args.threads) > 1:
+        return _each_thread_count(args)
+    if args.threads:
+        use_threads(args.threads[0])
+    if args.against:
+        batches = {"batches": (args.batch,)} if args.batch else {}
+        return layers.benchmark_layers_against_torch(**rounds, **batches)
+    batch = {"batch": args.batch} if args.batch else {}
+    return layers.benchmark_layers(**rounds, **batch, remeasure=args.remeasure)
+
+
+def _each_thread_count(args):
+    """``--threads N M ...``: TensorFlow sets its thread pools once a process, so each
+    count runs in a ``zoo benchmark layers --threads N`` of its own, one after the
+    other; their tables printed as they come; their results joined."""
+    results = []
+    for count in args.threads:
+        command = [sys.executable, "-m", "zoo", "benchmark", "layers", "--threads", str(count),
+                   "--json", *_layer_options(args)]
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:
+            lines = list(_printed_but_last(child.stdout))
+        if child.returncode != 0:  # its own error is on stderr already
+            raise UsageError(f"zoo benchmark layers --threads {count} stopped (exit status "
+                             f"{child.returncode}).")
+        results += json.loads(lines[-1])
+    return results
+
+
+def _layer_options(args):
+    """The options of ``zoo benchmark layers`` given, but ``--threads`` and ``--json``."""
+    options = ["--remeasure"] if args.remeasure else []
+    for option in ("against", "rounds", "batch"):
+        value = getattr(args, option)
+        if value is not None:
+            options += [f"--{option}", str(value)]
+    return options
+
+
+def _printed_but_last(lines):
+    """Print each line as it comes but the last one (the JSON, held back); yield all."""
+    previous = None
+    for line in lines:
+        if previous is not None:
+            print(previous, end="", flush=True)
+        previous = line
+        yield line
