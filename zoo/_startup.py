@@ -148,7 +148,18 @@ def _import_tensorflow_filtered():
         import tensorflow as tf
 
         tf.config.list_physical_devices()  # CUDA probing happens here
+        _log_onednn_dtype_notice(tf)
     return tf
+
+
+def _log_onednn_dtype_notice(tf):
+    """Have oneDNN log, here where it is filtered, the notice it logs once per process
+    at the first kernel it declines for a dtype on a CPU without AVX-512 ("oneDNN
+    supports DT_BOOL only on platforms with AVX-512"): otherwise it comes at a user's
+    first translation (an LSTM encoder's mask, on a 2-core AMD EPYC with AVX2), past the
+    import. A transpose of a small uint8 tensor is such a kernel; with AVX-512, it logs
+    nothing."""
+    tf.transpose(tf.zeros([1, 2], tf.uint8))
 
 
 class _QuietFirstImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
