@@ -41,6 +41,36 @@ def test_demo_without_the_extra_says_how_to_install_it(monkeypatch, capsys):
     assert 'zoo demo needs gradio (the demo extra): pip install -e ".[demo]"' in error
 
 
+def test_demo_runs_one_thread_per_operation(monkeypatch):
+    """The page translates one text at a time: ``backend.use_one_thread_per_operation``
+    comes before it serves (a stand-in ``zoo.demo`` module: the extra may be absent)."""
+    from unittest import mock
+
+    from zoo import backend
+
+    calls = []
+    monkeypatch.setitem(sys.modules, "zoo.demo", mock.Mock(
+        serve=lambda host, port: calls.append(("serve", host, port))))
+    monkeypatch.setattr(backend, "use_one_thread_per_operation",
+                        lambda: calls.append("one thread per operation"))
+    assert cli.main(["demo", "--port", "8001"]) == 0
+    assert calls == ["one thread per operation", ("serve", "127.0.0.1", 8001)]
+
+
+@pytest.mark.slow
+def test_one_thread_per_operation_unless_the_user_chose_or_tensorflow_started():
+    script = ("import zoo, sys\nfrom zoo import backend\nimport tensorflow as tf\n"
+              "if sys.argv[1] == 'started':\n    tf.constant(1) + 1\n"
+              "print(backend.use_one_thread_per_operation(),"
+              " tf.config.threading.get_intra_op_parallelism_threads())")
+    env = {k: v for k, v in os.environ.items() if k != "TF_NUM_INTRAOP_THREADS"}
+    outputs = [subprocess.run([sys.executable, "-c", script, when], capture_output=True,
+                              text=True, env={**env, **extra}).stdout
+               for when, extra in (("fresh", {}), ("started", {}),
+                                   ("fresh", {"TF_NUM_INTRAOP_THREADS": "2"}))]
+    assert outputs == ["True 1\n", "False 0\n", "False 0\n"]
+
+
 def test_demo_listens_on_this_machine_only_by_default():
     args = cli.parse(["demo"])
     assert (args.host, args.port) == ("127.0.0.1", 7860)

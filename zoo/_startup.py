@@ -148,18 +148,27 @@ def _import_tensorflow_filtered():
         import tensorflow as tf
 
         tf.config.list_physical_devices()  # CUDA probing happens here
-        _log_onednn_dtype_notice(tf)
     return tf
 
 
-def _log_onednn_dtype_notice(tf):
-    """Have oneDNN log, here where it is filtered, the notice it logs once per process
-    at the first kernel it declines for a dtype on a CPU without AVX-512 ("oneDNN
-    supports DT_BOOL only on platforms with AVX-512"): otherwise it comes at a user's
-    first translation (an LSTM encoder's mask, on a 2-core AMD EPYC with AVX2), past the
-    import. A transpose of a small uint8 tensor is such a kernel; with AVX-512, it logs
-    nothing."""
-    tf.transpose(tf.zeros([1, 2], tf.uint8))
+_ONEDNN_NOTICE_LOGGED = False
+
+
+def log_onednn_dtype_notice_quietly():
+    """Have oneDNN log, filtered out, the notice it logs once per process at the first
+    kernel it declines for a dtype on a CPU without AVX-512 ("oneDNN supports DT_BOOL only
+    on platforms with AVX-512"): otherwise it comes at a user's first translation (an
+    LSTM encoder's mask, on a 2-core AMD EPYC with AVX2). A transpose of a small uint8
+    tensor is such a kernel; with AVX-512, nothing is logged. Called where a preset is
+    loaded, which starts TensorFlow's runtime anyway: not at import, which would fix its
+    thread pools before a user sets them."""
+    global _ONEDNN_NOTICE_LOGGED
+    if _ONEDNN_NOTICE_LOGGED or os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow":
+        return
+    tf = import_tensorflow_quietly()
+    with native_stderr_without(STARTUP_NOISE):
+        tf.transpose(tf.zeros([1, 2], tf.uint8))
+    _ONEDNN_NOTICE_LOGGED = True
 
 
 class _QuietFirstImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -39,6 +39,31 @@ def require_tensorflow(what):
         )
 
 
+def use_one_thread_per_operation():
+    """On TensorFlow, run each operation on one thread and independent operations side by
+    side (its inter-op pool keeps one thread per core): what a process that translates
+    one sentence at a time runs fastest with. A step's products at batch 1 are too small
+    to split across threads; on the 2-core AMD EPYC (AVX2) of December 2026, greedy
+    ``translate`` of one sentence took 6.0-6.7 ms so against 8.7-8.8 ms with TensorFlow's
+    default (two threads per operation) and 8.0-8.1 ms on one thread in all (``zoo
+    benchmark decoding NAME --threads 1 2 1/2``, docs/benchmarks.md). A batch of 64 under
+    beam search is slower so (163-166 against 179-184 sentences/s): only for one-at-a-time
+    work. Left as it is where the user set ``TF_NUM_INTRAOP_THREADS`` or TensorFlow has
+    started already with other settings (it fixes its pools once). Returns whether
+    one thread per operation is in effect."""
+    import os
+
+    if not is_tensorflow() or os.environ.get("TF_NUM_INTRAOP_THREADS"):
+        return False
+    import tensorflow as tf
+
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+    except RuntimeError:  # started already: its pools are fixed
+        return False
+    return True
+
+
 def compile_function(function, variables=()):
     """``function`` compiled for this backend, called with numpy arrays.
 

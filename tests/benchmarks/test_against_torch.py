@@ -96,12 +96,16 @@ def test_the_command_reaches_the_torch_benchmark_with_its_options():
 
 
 @pytest.mark.parametrize("arguments, error", [
-    (["layers", "--threads", "1", "0"], "--threads must be positive numbers of threads; got 1 0."),
+    (["layers", "--threads", "1", "0"], "--threads must be positive numbers of threads, N or N/M "
+                                        "(intra-op/inter-op); got 1 0."),
+    (["decoding", "gru_bahdanau_cmn_en", "--threads", "0/2"],
+     "--threads must be positive numbers of threads, N or N/M (intra-op/inter-op); got 0/2."),
     (["layers", "--against", "torch", "--remeasure"],
      "--remeasure measures the layouts of zoo benchmark layers' own shapes: run it without "
      "--against."),
     (["translate", "gru_bahdanau_cmn_en", "--threads", "2"],
-     "--threads is an option of zoo benchmark layers, not of zoo benchmark translate."),
+     "--threads is an option of zoo benchmark layers and decoding, not of zoo benchmark "
+     "translate."),
 ])
 def test_benchmark_option_errors(arguments, error, capsys):
     assert cli.main(["benchmark", *arguments]) == 2

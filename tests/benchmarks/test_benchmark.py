@@ -217,3 +217,43 @@ def test_decoding_options_benchmark_times_each_option_against_none():
     assert results["batch"] == 3 and lines[1].split() == ["search", "option", "sentences/s",
                                                           "ratio", "95%", "interval"]
     assert lines[2].startswith("greedy  none") and lines[2].endswith("1.00  1.00-1.00")
+
+
+def test_a_thread_setting_is_n_or_intra_over_inter():
+    from zoo.benchmarks.timing import thread_setting
+
+    assert thread_setting("2") == (2, 2) and thread_setting("1/2") == (1, 2)
+    for bad in ("0", "1/", "a", "1/2/3", "-1", "1.5"):
+        with pytest.raises(ValueError, match=f"N/M .* positive whole numbers; received "
+                                             f"'{bad}'"):
+            thread_setting(bad)
+
+
+def test_a_settings_greedy_share_is_of_the_matmul_rate_on_as_many_cores_as_it_uses():
+    settings = {"1": (1, 1), "2": (2, 2), "1/2": (1, 2), "4/1": (4, 1)}
+    assert [decoding._limit_label(s, settings) for s in settings.values()] == [
+        "1", "2", "2", "4/1"]
+
+
+@pytest.mark.slow
+def test_decoding_threads_benchmark_times_each_setting_in_a_process_of_its_own():
+    lines = []
+    results = decoding.benchmark_decoding_threads("gru_bahdanau_cmn_en", [(1, 1), (1, 2)],
+                                                  batch=3, latency_sentences=2, rounds=1,
+                                                  printer=lines.append)
+    assert results["settings"] == ["1", "1/2"]
+    assert [(c["threads"], c["beam_size"], c["batch"]) for c in results["cases"]] == [
+        (t, beam, batch) for batch, beam in ((3, 1), (3, 5), (1, 1), (1, 5)) for t in ("1", "1/2")]
+    for case in results["cases"]:
+        assert case["sentences_per_second"] > 0
+        if case["threads"] == "1":  # against itself, in the same round
+            assert case["ratio"] == 1.0
+    assert set(results["matmul_gflops"]) == {"1", "1/2"}
+    greedy = {c["threads"]: c["sentences_per_second"] for c in results["cases"]
+              if (c["beam_size"], c["batch"]) == (1, 3)}
+    for label in ("1", "1/2"):  # no setting of two intra-op threads: each its own rate
+        assert results["greedy_share_of_matmul_rate"][label] == pytest.approx(
+            results["greedy_flops_per_sentence"] * greedy[label] / 1e9
+            / results["matmul_gflops"][label])
+    assert lines[1].split() == ["case", "1", "1/2"] and lines[2].startswith("greedy, batch of 3")
+    assert lines[-1].startswith("threads 1/2: greedy on the batch computes")

@@ -26,3 +26,26 @@ def test_benchmark_usage_errors():
     result = run_zoo("benchmark", "layers", "--batch", "0")
     assert (result.returncode, result.stderr) == (
         2, "zoo: error: --batch must be a positive number of sequences; got 0.\n")
+
+
+def test_thread_settings_reach_the_decoding_benchmark(capsys):
+    from zoo.benchmarks import decoding
+
+    with mock.patch.object(decoding, "benchmark_decoding_threads",
+                           return_value={}) as benchmark_threads:
+        assert cli.main(["benchmark", "decoding", "gru_bahdanau_cmn_en", "--threads", "1", "2",
+                         "1/2", "--rounds", "3"]) == 0
+    assert benchmark_threads.call_args_list == [
+        mock.call("gru_bahdanau_cmn_en", [(1, 1), (2, 2), (1, 2)], data_dir=None, rounds=3)]
+    assert cli.main(["benchmark", "decoding", "gru_bahdanau_cmn_en", "--threads", "1",
+                     "--baseline", "."]) == 2
+    assert cli.main(["benchmark", "translate", "gru_bahdanau_cmn_en", "--threads", "1"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "zoo: error: --threads compares thread settings of this checkout: run it without "
+        "--baseline.",
+        "zoo: error: --threads is an option of zoo benchmark layers and decoding, not of zoo "
+        "benchmark translate."]
+    assert cli.main(["benchmark", "decoding", "gru_bahdanau_cmn_en", "--threads", "2", "1/x"]) == 2
+    assert capsys.readouterr().err == (
+        "zoo: error: --threads must be positive numbers of threads, N or N/M (intra-op/"
+        "inter-op); got 2 1/x.\n")

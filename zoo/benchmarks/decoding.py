@@ -9,17 +9,29 @@ from pathlib import Path
 
 from zoo.layers.timing import alternate_rounds, paired_speed_ratio
 
+_HERE = Path(__file__).resolve().parents[2]  # this checkout (zoo/benchmarks/decoding.py)
+
 # Runs in a process of its own, importing zoo from the checkout named first: only calls
 # every version of the zoo has (load, translate), so that any commit can be measured.
+# The third argument: [intra-op, inter-op] threads, or null for TensorFlow's default.
 _DECODING_WORKER = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import zoo
+threads = json.loads(sys.argv[3])
+if threads:  # before TensorFlow runs anything: it sets its thread pools once a process
+    import tensorflow as tf
+    tf.config.threading.set_intra_op_parallelism_threads(threads[0])
+    tf.config.threading.set_inter_op_parallelism_threads(threads[1])
 model = zoo.load(sys.argv[2])
 print(json.dumps({"zoo": zoo.__file__}), flush=True)
 texts = json.loads(sys.stdin.readline())
 for line in sys.stdin:
     case = json.loads(line)
+    if case.get("matmul_gflops"):
+        from zoo.benchmarks.timing import matmul_gflops
+        print(json.dumps({"gflops": matmul_gflops()}), flush=True)
+        continue
     start = time.perf_counter()
     for _ in range(case["calls"]):
         model.translate(texts[case["texts"]], beam_size=case["beam_size"])
@@ -30,10 +42,10 @@ for line in sys.stdin:
 class _DecodingWorker:
     """A process that translates with the zoo of ``checkout``; timed from inside it."""
 
-    def __init__(self, checkout, preset_directory, texts):
+    def __init__(self, checkout, preset_directory, texts, threads=None):
         self._process = subprocess.Popen(
-            [sys.executable, "-c", _DECODING_WORKER, str(checkout), str(preset_directory)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            [sys.executable, "-c", _DECODING_WORKER, str(checkout), str(preset_directory),
+             json.dumps(threads)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         imported = self._reply()["zoo"]
         expected = Path(checkout).resolve() / "zoo"
         if Path(imported).resolve().parent != expected:
@@ -56,9 +68,47 @@ class _DecodingWorker:
         self._send({"texts": texts, "beam_size": beam_size, "calls": calls})
         return self._reply()["seconds"]
 
+    def matmul_gflops(self):
+        """This process's float32 rate on a large matrix product, on its threads."""
+        self._send({"matmul_gflops": True})
+        return self._reply()["gflops"]
+
     def close(self):
         self._process.stdin.close()
         self._process.wait()
+
+
+def _test_texts(name, batch, data_dir):
+    """``{"batch": batch test sentences spread over the split, "one": the first of them}``."""
+    from zoo.evaluation import splits
+
+    sources, _ = splits.preset_splits(name, data_dir)["test"]
+    stride = max(len(sources) // batch, 1)
+    texts = {"batch": sources[::stride][:batch]}
+    texts["one"] = texts["batch"][:1]
+    return texts
+
+
+def _time_cases(workers, latency_sentences, rounds):
+    """Greedy and beam 5, over the batch and one sentence per call (``latency_sentences``
+    calls), in every worker, rounds alternating: ``(cases, {(side, case): seconds per
+    round})``."""
+    cases = [("batch", beam, 1) for beam in (1, 5)] + [
+        ("one", beam, latency_sentences) for beam in (1, 5)]
+    try:
+        seconds = alternate_rounds(
+            {(side, case): (lambda w=worker, c=case: w.seconds(*c))
+             for case in cases for side, worker in workers.items()}, rounds, 1)
+    finally:
+        for worker in workers.values():
+            worker.close()
+    return cases, seconds
+
+
+def _case_label(texts, texts_name, beam, calls):
+    count = len(texts[texts_name]) * calls
+    return (f"{'greedy' if beam == 1 else 'beam 5'}, "
+            f"{'batch of ' + str(count) if texts_name == 'batch' else 'one per call'}")
 
 
 def benchmark_decoding(name, baseline, batch=64, latency_sentences=16, rounds=9, data_dir=None,
@@ -70,29 +120,16 @@ def benchmark_decoding(name, baseline, batch=64, latency_sentences=16, rounds=9,
     alternating. Returns the sentences/s of each side (medians) and, per case, the
     median of the rounds' ratios with its 95% bootstrap interval (``paired_speed_ratio``)."""
     from zoo import presets
-    from zoo.evaluation import splits
 
     baseline = Path(baseline)
     if not (baseline / "zoo" / "__init__.py").is_file():
         raise ValueError(f"--baseline must be a checkout of the zoo (a folder with "
                          f"zoo/__init__.py); received {str(baseline)!r}.")
-    sources, _ = splits.preset_splits(name, data_dir)["test"]
-    stride = max(len(sources) // batch, 1)
-    texts = {"batch": sources[::stride][:batch]}
-    texts["one"] = texts["batch"][:1]
+    texts = _test_texts(name, batch, data_dir)
     preset_directory = presets.resolve(name)
-    here = Path(__file__).resolve().parents[2]  # zoo/benchmarks/decoding.py
-    workers = {"this checkout": _DecodingWorker(here, preset_directory, texts),
+    workers = {"this checkout": _DecodingWorker(_HERE, preset_directory, texts),
                "baseline": _DecodingWorker(baseline, preset_directory, texts)}
-    cases = [("batch", beam, 1) for beam in (1, 5)] + [
-        ("one", beam, latency_sentences) for beam in (1, 5)]
-    try:
-        rounds_seconds = alternate_rounds(
-            {(side, case): (lambda w=worker, c=case: w.seconds(*c))
-             for case in cases for side, worker in workers.items()}, rounds, 1)
-    finally:
-        for worker in workers.values():
-            worker.close()
+    cases, rounds_seconds = _time_cases(workers, latency_sentences, rounds)
     printer(f"zoo benchmark decoding {name}: this checkout against {baseline}, the same "
             f"weights, Keras translate; {rounds} alternating rounds (times measured inside each "
             "process): medians, and the median of each round's ratio with its 95% bootstrap "
@@ -105,8 +142,7 @@ def benchmark_decoding(name, baseline, batch=64, latency_sentences=16, rounds=9,
         speeds = {side: count / statistics.median(seconds[side]) for side in workers}
         paired = paired_speed_ratio(seconds["this checkout"], seconds["baseline"])
         low, high = paired["interval_95"]
-        label = (f"{'greedy' if beam == 1 else 'beam 5'}, "
-                 f"{'batch of ' + str(count) if texts_name == 'batch' else 'one per call'}")
+        label = _case_label(texts, texts_name, beam, calls)
         printer(f"{label:<28}{speeds['this checkout']:>11.0f} s/s{speeds['baseline']:>8.0f} s/s"
                 f"{paired['ratio']:>8.2f}  {low:.2f}-{high:.2f}")
         results["cases"].append({"beam_size": beam, "batch": len(texts[texts_name]),
@@ -114,6 +150,80 @@ def benchmark_decoding(name, baseline, batch=64, latency_sentences=16, rounds=9,
                                  "baseline_sentences_per_second": speeds["baseline"],
                                  **paired})
     return results
+
+
+def benchmark_decoding_threads(name, settings, batch=64, latency_sentences=16, rounds=9,
+                               data_dir=None, printer=print):
+    """Decoding on each of TensorFlow's thread ``settings`` (``(intra_op, inter_op)``
+    pairs, ``timing.thread_setting``), one process each, rounds alternating: Keras
+    ``model.translate`` greedy and beam 5, one batch of ``batch`` test sentences and one
+    sentence per call. Per case and setting: the speed (one per call: milliseconds a
+    sentence) and its speed ratio to the first setting (the median of the rounds' ratios,
+    95% bootstrap interval); per setting: beam 5's speed over greedy's on the batch, and
+    the share of what the arithmetic allows that greedy on the batch reaches
+    (``model.decoding_flops`` of each sentence over the setting's matmul rate, measured in
+    its process before the rounds)."""
+    import zoo
+    from zoo import presets
+    from zoo.benchmarks.translate import greedy_work
+
+    if len(set(settings)) != len(settings) or not settings:
+        raise ValueError(f"--threads takes different settings to compare; received "
+                         f"{list(settings)}.")
+    labels = [f"{i}/{o}" if i != o else str(i) for i, o in settings]
+    texts = _test_texts(name, batch, data_dir)
+    flops = greedy_work(zoo.load(name), texts["batch"])["flops_per_sentence"]
+    preset_directory = presets.resolve(name)
+    workers = {label: _DecodingWorker(_HERE, preset_directory, texts, list(setting))
+               for label, setting in zip(labels, settings)}
+    rates = {label: worker.matmul_gflops() for label, worker in workers.items()}
+    cases, rounds_seconds = _time_cases(workers, latency_sentences, rounds)
+    printer(f"zoo benchmark decoding {name} --threads {' '.join(labels)}: Keras translate, "
+            f"TensorFlow intra-op/inter-op threads (N: N/N), a process each; {rounds} "
+            "alternating rounds: medians, and each setting's speed over the first one's (the "
+            "median of the rounds' ratios, 95% bootstrap interval)")
+    printer(f"{'case':<22}" + "".join(f"{label:>24}" for label in labels))
+    results = {"preset": name, "rounds": rounds, "settings": labels, "cases": [],
+               "greedy_flops_per_sentence": flops, "matmul_gflops": rates}
+    speeds = {}
+    for texts_name, beam, calls in cases:
+        count = len(texts[texts_name]) * calls
+        seconds = {label: rounds_seconds[label, (texts_name, beam, calls)] for label in labels}
+        row = f"{_case_label(texts, texts_name, beam, calls):<22}"
+        for label in labels:
+            speed = count / statistics.median(seconds[label])
+            speeds[label, texts_name, beam] = speed
+            paired = paired_speed_ratio(seconds[label], seconds[labels[0]])
+            low, high = paired["interval_95"]
+            shown = f"{1000 / speed:.1f} ms" if texts_name == "one" else f"{speed:.0f} s/s"
+            row += f"{shown:>10} {paired['ratio']:.2f} {low:.2f}-{high:.2f}"
+            results["cases"].append({"threads": label, "beam_size": beam,
+                                     "batch": len(texts[texts_name]),
+                                     "sentences_per_second": speed, **paired})
+        printer(row)
+    for label, setting in zip(labels, settings):
+        greedy = speeds[label, "batch", 1]
+        limit_label = _limit_label(setting, dict(zip(labels, settings)))
+        share = flops * greedy / 1e9 / rates[limit_label]
+        beam_over_greedy = speeds[label, "batch", 5] / greedy
+        results.setdefault("greedy_share_of_matmul_rate", {})[label] = share
+        results.setdefault("beam_over_greedy", {})[label] = beam_over_greedy
+        printer(f"threads {label}: greedy on the batch computes {flops * greedy / 1e9:.1f} "
+                f"GFLOP/s, {share:.0%} of the matmul rate on threads {limit_label} "
+                f"({rates[limit_label]:.0f} GFLOP/s); beam 5 / greedy speed "
+                f"{beam_over_greedy:.2f}")
+    return results
+
+
+def _limit_label(setting, settings):
+    """The setting whose matmul rate bounds ``setting``: one with as many intra-op threads
+    as ``setting`` has threads in all (1/2 computes on two cores: its bound is the rate
+    of 2, where the run has it), else ``setting`` itself."""
+    cores = max(setting)
+    for label, (intra_op, inter_op) in settings.items():
+        if intra_op == inter_op == cores:
+            return label
+    return next(label for label, other in settings.items() if other == setting)
 
 
 # Each option of issue 41 alone, at the value a preset would use; "none" turns every rule

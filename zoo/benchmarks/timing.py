@@ -42,15 +42,17 @@ def matmul_gflops(size=2048, repeats=10):
     return 2 * size**3 / seconds["matmul"] / 1e9
 
 
-def use_threads(count):
-    """Compute on ``count`` threads: TensorFlow's intra- and inter-op thread pools and,
-    where it is loaded, PyTorch's. TensorFlow fixes its pools when it first runs
-    anything, so this comes first in a process (a ValueError after)."""
+def use_threads(count, inter_op=None):
+    """Compute on ``count`` threads: TensorFlow's intra-op thread pool (the threads one
+    operation is split across) and its inter-op pool (operations run side by side;
+    ``inter_op``, default ``count``) and, where it is loaded, PyTorch's. TensorFlow fixes
+    its pools when it first runs anything, so this comes first in a process (a ValueError
+    after)."""
     import tensorflow as tf
 
     try:
         tf.config.threading.set_intra_op_parallelism_threads(count)
-        tf.config.threading.set_inter_op_parallelism_threads(count)
+        tf.config.threading.set_inter_op_parallelism_threads(inter_op or count)
     except RuntimeError:
         raise ValueError(
             f"Cannot compute on {count} threads: TensorFlow has already started on "
@@ -58,6 +60,16 @@ def use_threads(count):
             "pools once.") from None
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(count)
+
+
+def thread_setting(text):
+    """``"N"`` (N threads in both of TensorFlow's pools) or ``"N/M"`` (N intra-op, M
+    inter-op) as ``(N, M)``, or a ValueError naming what is accepted."""
+    parts = text.split("/")
+    if len(parts) in (1, 2) and all(part.isdigit() and int(part) > 0 for part in parts):
+        return int(parts[0]), int(parts[-1])
+    raise ValueError(f"a thread setting is N (threads) or N/M (intra-op/inter-op threads), "
+                     f"positive whole numbers; received {text!r}.")
 
 
 def tensorflow_threads():

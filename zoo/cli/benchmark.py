@@ -14,6 +14,7 @@ EXAMPLES = {
         "zoo benchmark translate gru_bahdanau_cmn_en --rounds 3 --json",
         "zoo benchmark decoding gru_bahdanau_cmn_en",
         "zoo benchmark decoding gru_bahdanau_cmn_en --baseline ../other-checkout",
+        "zoo benchmark decoding gru_bahdanau_cmn_en --threads 1 2 1/2",
     ],
 }
 
@@ -34,10 +35,11 @@ def add_parsers(commands):
                        help="layers: also torch.nn.LSTM and GRU with the same weights, at "
                             "batch 1 and 64 (or --batch), 100 steps, 256 inputs, 512 units "
                             '(needs PyTorch: pip install "keras-sequence-zoo[torch]")')
-    bench.add_argument("--threads", type=int, nargs="+", metavar="N",
-                       help="layers: compute on N threads (TensorFlow's intra- and inter-op "
-                            "pools, PyTorch's); several: one run of the benchmark each, in a "
-                            "process of its own")
+    bench.add_argument("--threads", nargs="+", metavar="N[/M]",
+                       help="layers, decoding: compute on N threads (TensorFlow's intra- and "
+                            "inter-op pools, PyTorch's), or N/M: N intra-op and M inter-op; "
+                            "layers: several: one run of the benchmark each, in a process of "
+                            "its own; decoding: a process for each, timed side by side")
     bench.add_argument("--baseline",
                        help="decoding: another checkout of the zoo to compare with (without "
                             "it: each decoding option's cost)")
@@ -53,13 +55,21 @@ def _command_benchmark(args):
     # Only the options given: the benchmark functions hold the defaults.
     rounds = {"rounds": args.rounds} if args.rounds else {}
     requests = {"requests": args.requests} if args.requests else {}
+    args.threads = _thread_settings(args.threads)
     if args.what == "layers":
         results = _benchmark_layers(args, rounds)
-    elif args.against or args.threads:
+    elif args.against or (args.threads and args.what != "decoding"):
         raise UsageError(f"--{'against' if args.against else 'threads'} is an option of zoo "
-                         f"benchmark layers, not of zoo benchmark {args.what}.")
+                         f"benchmark layers{'' if args.against else ' and decoding'}, not of "
+                         f"zoo benchmark {args.what}.")
     elif not args.name:
         raise UsageError(f"zoo benchmark {args.what} needs a preset name.")
+    elif args.what == "decoding" and args.threads:
+        if args.baseline:
+            raise UsageError("--threads compares thread settings of this checkout: run it "
+                             "without --baseline.")
+        results = decoding.benchmark_decoding_threads(args.name, args.threads,
+                                                      data_dir=args.data_dir, **rounds)
     elif args.what == "serve":
         results = serve.benchmark_serve(args.name, data_dir=args.data_dir, **requests)
     elif args.what == "decoding" and args.baseline:
@@ -83,9 +93,6 @@ def _benchmark_layers(args, rounds):
         raise UsageError("zoo benchmark layers takes no preset name.")
     if args.batch is not None and args.batch < 1:
         raise UsageError(f"--batch must be a positive number of sequences; got {args.batch}.")
-    if args.threads and min(args.threads) < 1:
-        raise UsageError(f"--threads must be positive numbers of threads; got "
-                         f"{' '.join(map(str, args.threads))}.")
     if args.against and args.remeasure:
         raise UsageError("--remeasure measures the layouts of zoo benchmark layers' own "
                          "shapes: run it without --against.")
@@ -97,7 +104,7 @@ def _benchmark_layers(args, rounds):
     if args.threads and len(args.threads) > 1:
         return _each_thread_count(args)
     if args.threads:
-        use_threads(args.threads[0])
+        use_threads(*args.threads[0])
     if args.against:
         batches = {"batches": (args.batch,)} if args.batch else {}
         return layers.benchmark_layers_against_torch(**rounds, **batches)
@@ -110,8 +117,8 @@ def _each_thread_count(args):
     count runs in a ``zoo benchmark layers --threads N`` of its own, one after the
     other; their tables printed as they come; their results joined."""
     results = []
-    for count in args.threads:
-        command = [sys.executable, "-m", "zoo", "benchmark", "layers", "--threads", str(count),
+    for count in map(_setting_text, args.threads):
+        command = [sys.executable, "-m", "zoo", "benchmark", "layers", "--threads", count,
                    "--json", *_layer_options(args)]
         with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:
             lines = list(_printed_but_last(child.stdout))
@@ -140,3 +147,19 @@ def _printed_but_last(lines):
             print(previous, end="", flush=True)
         previous = line
         yield line
+
+
+def _thread_settings(texts):
+    """``--threads``' values as ``(intra-op, inter-op)`` pairs (None when not given)."""
+    from zoo.benchmarks.timing import thread_setting
+
+    try:
+        return texts and [thread_setting(text) for text in texts]
+    except ValueError:
+        raise UsageError(f"--threads must be positive numbers of threads, N or N/M (intra-op/"
+                         f"inter-op); got {' '.join(texts)}.") from None
+
+
+def _setting_text(setting):
+    intra_op, inter_op = setting
+    return str(intra_op) if intra_op == inter_op else f"{intra_op}/{inter_op}"

@@ -29,6 +29,10 @@ def _command_demo(args):
             raise
         raise UsageError(f'zoo demo needs {error.name} (the demo extra): pip install -e ".[demo]" '
                          "in a checkout, or pip install 'keras-sequence-zoo[demo]'.") from None
+    from zoo import backend
+
+    # The page translates one text per request: one thread per operation is faster then.
+    backend.use_one_thread_per_operation()
     try:
         demo.serve(args.host, args.port)
     except OSError as error:  # the port taken, or an address this machine does not have

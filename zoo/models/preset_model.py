@@ -16,7 +16,7 @@ import contextlib
 
 import keras
 
-from zoo import presets
+from zoo import _startup, presets
 
 KINDS = {}  # kind -> the PresetModel subclass that declares it
 
@@ -123,6 +123,7 @@ def load(name_or_directory):
     if str(name_or_directory).endswith(".keras"):
         return load_keras_file(name_or_directory)
     directory, metadata, config = presets.read_verified(name_or_directory)
+    _startup.log_onednn_dtype_notice_quietly()
     model = deserialize_safely(config, source=directory / presets.CONFIG_FILE)
     assets = directory / presets.ASSETS_DIR
     if isinstance(model, PresetModel) and assets.is_dir():
