@@ -7,6 +7,7 @@ import pytest
 
 import zoo
 from zoo import presets
+from zoo.models import preset_model
 from zoo.evaluation import splits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,8 +149,8 @@ def test_teaching_task_exports_answer_as_the_model_does(name, tmp_path):
     assert TFLiteTranslator(export.export(name, "tflite", tmp_path)).translate(sources) == expected
 
 
-CLASSIFIERS = [n for n in SHIPPED if zoo.describe(n).get("task") == "classification"]
-LANGUAGE_MODELS = [n for n in SHIPPED if zoo.describe(n).get("task") == "language_modeling"]
+CLASSIFIERS = [n for n in SHIPPED if preset_model.preset_kind(n) == "classifier"]
+LANGUAGE_MODELS = [n for n in SHIPPED if preset_model.preset_kind(n) == "language_model"]
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ pytestmark = [
 
 BACKENDS = ["jax", "torch"]
 RECIPE = {
-    "task": "language_modeling", "model": "CharLanguageModel", "corpus": "tinyshakespeare",
+    "task": "language_model", "model": "CharLanguageModel", "corpus": "tinyshakespeare",
     "model_config": {"cell": "gru", "embedding_dim": 8, "units": 32, "num_layers": 1,
                      "dropout": 0.1},  # dropout: its random state must resume too
     "sequence_length": 32, "batch_size": 16, "learning_rate": 0.01, "epochs": 3,

@@ -61,7 +61,7 @@ def test_a_mix_validates_on_tatoeba_and_the_real_text_sets_and_tests_on_tatoeba(
 def test_the_other_kinds_splits_come_from_their_corpus(monkeypatch):
     text = "".join(chr(ord("a") + i % 26) for i in range(1000))
     monkeypatch.setattr(splits.shakespeare, "read", lambda directory=None: text)
-    rebuilt = splits.evaluation_splits({"corpus": "tinyshakespeare", "task": "language_modeling"})
+    rebuilt = splits.evaluation_splits({"corpus": "tinyshakespeare", "task": "language_model"})
     assert rebuilt["test"] == splits.shakespeare.split(text)["test"] == text[950:]
     with pytest.raises(ValueError, match="Unknown text corpus 'poems'; known: tinyshakespeare."):
         splits.text_splits("poems")

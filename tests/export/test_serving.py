@@ -37,7 +37,9 @@ def test_translate_is_thread_safe():
 
 
 def test_serve_benchmark_refuses_a_language_model_preset(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(zoo, "describe", lambda name: {"task": "language_modeling"})
+    from zoo.models import preset_model
+
+    monkeypatch.setattr(preset_model, "preset_kind", lambda name: "language_model")
     assert main(["benchmark", "serve", "some_lm"]) == 2
     assert "measures presets served with texts in (translators, classifiers); some_lm is a " \
         "language model" in capsys.readouterr().err

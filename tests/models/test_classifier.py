@@ -57,7 +57,7 @@ def test_text_without_known_words_reads_as_one_unknown_word(fitted):
 @pytest.fixture(scope="module")
 def classifier_preset(fitted, tmp_path_factory):
     directory = tmp_path_factory.mktemp("presets") / "toy_sentiment"
-    return presets.save(fitted, directory, metadata={"task": "classification"})
+    return presets.save(fitted, directory, metadata={"task": "classifier"})
 
 
 @pytest.mark.slow
@@ -124,7 +124,7 @@ def test_train_writes_a_scored_classifier_preset(tmp_path):
     out = training.train(recipe, out_dir=tmp_path / "tiny", epochs=2, data_file=path,
                          log_dir=tmp_path / "logs")
     metadata = zoo.describe(out)
-    assert metadata["task"] == "classification" and metadata["training"]["epochs_run"] == 2
+    assert metadata["task"] == "classifier" and metadata["training"]["epochs_run"] == 2
     assert metadata["test"]["sentences"] == 10 and 0 <= metadata["test"]["accuracy"] <= 100
     assert f"| test | 10 | {metadata['test']['accuracy']} |" in (out / "README.md").read_text()
 

@@ -117,7 +117,7 @@ def test_top_k_of_one_generates_the_greedy_text_and_filters_hold_in_the_graph_lo
 @pytest.fixture(scope="module")
 def lm_preset(fitted, tmp_path_factory):
     directory = tmp_path_factory.mktemp("presets") / "toy_charlm"
-    return presets.save(fitted, directory, metadata={"task": "language_modeling"})
+    return presets.save(fitted, directory, metadata={"task": "language_model"})
 
 
 @pytest.mark.slow
@@ -177,7 +177,7 @@ def test_train_writes_a_scored_language_model_preset(tmp_path):
     out = training.train(recipe, out_dir=tmp_path / "tiny_lm", epochs=2, data_file=text_file,
                          log_dir=tmp_path / "logs")
     metadata = zoo.describe(out)
-    assert metadata["task"] == "language_modeling" and metadata["metric"] == "nats_per_char"
+    assert metadata["task"] == "language_model" and metadata["metric"] == "nats_per_char"
     assert metadata["training"]["epochs_run"] == 2
     for split in ("validation", "test"):
         result = metadata[split]

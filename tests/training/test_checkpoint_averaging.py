@@ -18,7 +18,7 @@ WORDS = "the king and queen of a fair land where we lay our scene".split()
 
 # A character language model small enough to train in seconds: 13 batches an epoch.
 TINY_LM = {
-    "name": "tiny_lm", "task": "language_modeling", "model": "CharLanguageModel",
+    "name": "tiny_lm", "task": "language_model", "model": "CharLanguageModel",
     "corpus": "tinyshakespeare",
     "model_config": {"cell": "gru", "embedding_dim": 4, "units": 8, "num_layers": 1,
                      "dropout": 0.1},

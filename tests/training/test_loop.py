@@ -155,7 +155,7 @@ def test_cli_strategies_are_the_loops():
 # -- resuming -------------------------------------------------------------------------------
 
 RECIPE = {
-    "task": "language_modeling", "model": "CharLanguageModel", "corpus": "tinyshakespeare",
+    "task": "language_model", "model": "CharLanguageModel", "corpus": "tinyshakespeare",
     "model_config": {"cell": "lstm", "embedding_dim": 8, "units": 48, "num_layers": 1,
                      "dropout": 0.1},  # dropout: its random state must resume too
     "sequence_length": 32, "batch_size": 8, "learning_rate": 0.01, "epochs": 3,
@@ -303,7 +303,7 @@ def test_averaged_weights_resume_from_an_epoch_end_checkpoint(text_file, tmp_pat
     """At an epoch's end the averaged weights are in the model (swapped for validation
     and early stopping): a run resumed from there trains on as an uninterrupted one."""
     text = text_file.read_text()
-    recipe = recipes.from_dict({"name": "tiny", "task": "language_modeling", "corpus": "text",
+    recipe = recipes.from_dict({"name": "tiny", "task": "language_model", "corpus": "text",
                                 "model": "CharLanguageModel", "ema_momentum": 0.9, "patience": 5})
 
     def run(extra_callbacks=(), checkpoints=None):

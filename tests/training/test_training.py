@@ -189,8 +189,8 @@ def test_each_task_has_its_defaults_in_its_recipe_class():
     common = {"name": "r", "corpus": "c", "model": "m"}
     translation_recipe = recipes.from_dict(dict(common, source_language="en",
                                                 target_language="fr"))
-    language_model = recipes.from_dict(dict(common, task="language_modeling"))
-    classifier = recipes.from_dict(dict(common, task="classification"))
+    language_model = recipes.from_dict(dict(common, task="language_model"))
+    classifier = recipes.from_dict(dict(common, task="classifier"))
     assert (translation_recipe.learning_rate, translation_recipe.epochs,
             translation_recipe.patience) == (1e-3, 30, 3)
     assert (language_model.learning_rate, language_model.sequence_length,
@@ -251,3 +251,19 @@ def test_a_recipe_built_in_python_writes_every_field():
     assert recipe.written["batch_size"] == 64 and recipes.from_dict(recipe.written) == recipe
     with pytest.raises(recipes.RecipeError, match="A recipe is a dict or a Recipe; received str"):
         recipes.from_dict("gru_bahdanau_dates")
+
+
+def test_a_recipes_task_is_its_kind_and_the_former_names_are_read_as_kinds():
+    from zoo.models import KINDS
+    from zoo.training import driver
+
+    assert set(KINDS) <= set(recipes.RECIPE_CLASSES) == set(driver.TASKS)
+    assert {driver.TASKS[task].kind for task in ("date_normalization", "addition")} == {
+        "translation"}
+    common = {"name": "r", "corpus": "c", "model": "m"}
+    former = recipes.from_dict({**common, "task": "language_modeling"})
+    assert former.task == "language_model" and former.written["task"] == "language_modeling"
+    assert driver.task_of({"task": "classification"}) is driver.TASKS["classifier"]
+    with pytest.raises(recipes.RecipeError, match="unknown task 'language'; known: "
+                                                  "translation, date_normalization"):
+        recipes.from_dict({**common, "task": "language"})

@@ -9,15 +9,15 @@ from zoo import backend
 
 def _serving_texts(name, data_dir=None):
     """Request texts for a preset whose SavedModel takes ``texts``: its test split."""
-    import zoo
     from zoo.evaluation import splits
+    from zoo.models import preset_model
 
-    task = zoo.describe(name).get("task")
-    if task == "classification":
+    kind = preset_model.preset_kind(name)
+    if kind == "classifier":
         from zoo.data import sst2
 
         return sst2.read(data_dir)["test"][0]
-    if task == "language_modeling":
+    if kind == "language_model":
         raise ValueError(f"zoo benchmark serve measures presets served with texts in "
                          f"(translators, classifiers); {name} is a language model.")
     return splits.preset_splits(name, data_dir)["test"][0]

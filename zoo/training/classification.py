@@ -98,7 +98,7 @@ class ClassificationTask(Task):
 
     def describe(self, model, splits, record):
         return {
-            "task": "classification",
+            "task": "classifier",
             "metric": "accuracy",
             "description": self.recipe.description,
             "architecture": "TextClassifier",

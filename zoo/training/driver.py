@@ -35,15 +35,15 @@ TASKS = {
     "translation": TranslationTask,
     "date_normalization": GeneratedTask,
     "addition": GeneratedTask,
-    "language_modeling": LanguageModelTask,
-    "classification": ClassificationTask,
+    "language_model": LanguageModelTask,
+    "classifier": ClassificationTask,
 }
 
 
 def task_of(recipe_or_metadata):
     """The ``Task`` class of a recipe, or of a preset's metadata."""
-    name = getattr(recipe_or_metadata, "task", None) or recipe_or_metadata.get("task",
-                                                                               "translation")
+    name = recipes.task_name(getattr(recipe_or_metadata, "task", None)
+                             or recipe_or_metadata.get("task", "translation"))
     if name not in TASKS:
         raise ValueError(f"No task {name!r} in zoo.training; known: {', '.join(TASKS)}.")
     return TASKS[name]

@@ -115,7 +115,7 @@ class LanguageModelTask(Task):
     def describe(self, model, splits, record):
         recipe = self.recipe
         return {
-            "task": "language_modeling",
+            "task": "language_model",
             "metric": "nats_per_char",
             "description": recipe.description,
             "architecture": f"CharLanguageModel ({recipe.model_config.get('cell', 'lstm')})",

@@ -111,13 +111,24 @@ class ClassificationRecipe(Recipe):
     patience: int = 2
 
 
+# Keyed on the kind of model a recipe trains (``zoo.models.KINDS``); the teaching tasks
+# are variants of translation, named for their generated data.
 RECIPE_CLASSES = {
     "translation": TranslationRecipe,
     "date_normalization": GeneratedTaskRecipe,
     "addition": GeneratedTaskRecipe,
-    "language_modeling": LanguageModelRecipe,
-    "classification": ClassificationRecipe,
+    "language_model": LanguageModelRecipe,
+    "classifier": ClassificationRecipe,
 }
+
+# What recipes and presets' metadata written before December 2026 call two kinds: read
+# as the kinds they name (the shipped presets' metadata records the recipes as written).
+FORMER_TASK_NAMES = {"language_modeling": "language_model", "classification": "classifier"}
+
+
+def task_name(name):
+    """A recipe's ``task`` as ``RECIPE_CLASSES`` names it (a former name read as its kind)."""
+    return FORMER_TASK_NAMES.get(name, name)
 
 
 def load_recipe(name_or_path):
@@ -156,7 +167,7 @@ def from_dict(written, source=None):
         raise RecipeError(f"A recipe is a dict or a Recipe; received {type(written).__name__}"
                           f" {written!r} (zoo.training.load_recipe reads one by name).")
     source = source or f"recipe {written.get('name', '?')!r}"
-    task = written.get("task", "translation")
+    task = task_name(written.get("task", "translation"))
     if task not in RECIPE_CLASSES:
         raise RecipeError(f"{source}: unknown task {task!r}; known: {', '.join(RECIPE_CLASSES)}.")
     recipe_class = RECIPE_CLASSES[task]
@@ -183,7 +194,7 @@ def from_dict(written, source=None):
     if missing:
         raise RecipeError(f"{source}: missing key(s) {', '.join(map(repr, missing))} for a "
                           f"{task} recipe; accepted keys: {accepted}.")
-    return recipe_class(**{"task": task, **written}, written=dict(written))
+    return recipe_class(**{**written, "task": task}, written=dict(written))
 
 
 def _check_guided_alignment(value, where):
