@@ -156,16 +156,17 @@ _ONEDNN_NOTICE_LOGGED = False
 
 def log_onednn_dtype_notice_quietly():
     """Have oneDNN log, filtered out, the notice it logs once per process at the first
-    kernel it declines for a dtype on a CPU without AVX-512 ("oneDNN supports DT_BOOL only
-    on platforms with AVX-512"): otherwise it comes at a user's first translation (an
-    LSTM encoder's mask, on a 2-core AMD EPYC with AVX2). A transpose of a small uint8
-    tensor is such a kernel; with AVX-512, nothing is logged. Called where a preset is
-    loaded, which starts TensorFlow's runtime anyway: not at import, which would fix its
-    thread pools before a user sets them."""
+    kernel it declines for a dtype ("oneDNN supports DT_BOOL only on platforms with
+    AVX-512", ``STARTUP_NOISE``; oneDNN's own check, which disagrees with CPUs that have
+    AVX-512): otherwise it comes at a user's first translation (an LSTM encoder's mask, on
+    the 2-core AMD EPYC with AVX-512 of December 2026). A transpose of a small uint8 tensor
+    is such a kernel; where oneDNN declines none, nothing is logged. Called where a preset
+    is loaded, which starts TensorFlow's runtime anyway: not at import, which would fix
+    its thread pools before a user sets them."""
     global _ONEDNN_NOTICE_LOGGED
-    if _ONEDNN_NOTICE_LOGGED or os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow":
+    tf = None if _ONEDNN_NOTICE_LOGGED else import_tensorflow_quietly()
+    if tf is None:  # logged already, or Keras runs on JAX or PyTorch
         return
-    tf = import_tensorflow_quietly()
     with native_stderr_without(STARTUP_NOISE):
         tf.transpose(tf.zeros([1, 2], tf.uint8))
     _ONEDNN_NOTICE_LOGGED = True

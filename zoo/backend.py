@@ -43,7 +43,7 @@ def use_one_thread_per_operation():
     """On TensorFlow, run each operation on one thread and independent operations side by
     side (its inter-op pool keeps one thread per core): what a process that translates
     one sentence at a time runs fastest with. A step's products at batch 1 are too small
-    to split across threads; on the 2-core AMD EPYC (AVX2) of December 2026, greedy
+    to split across threads; on the 2-core AMD EPYC (AVX-512) of December 2026, greedy
     ``translate`` of one sentence took 6.0-6.7 ms so against 8.7-8.8 ms with TensorFlow's
     default (two threads per operation) and 8.0-8.1 ms on one thread in all (``zoo
     benchmark decoding NAME --threads 1 2 1/2``, docs/benchmarks.md). A batch of 64 under

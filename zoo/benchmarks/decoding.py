@@ -19,10 +19,9 @@ import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import zoo
 threads = json.loads(sys.argv[3])
-if threads:  # before TensorFlow runs anything: it sets its thread pools once a process
-    import tensorflow as tf
-    tf.config.threading.set_intra_op_parallelism_threads(threads[0])
-    tf.config.threading.set_inter_op_parallelism_threads(threads[1])
+if threads:  # only for this checkout (benchmark_decoding_threads), before TensorFlow runs
+    from zoo.benchmarks.timing import use_threads
+    use_threads(*threads)
 model = zoo.load(sys.argv[2])
 print(json.dumps({"zoo": zoo.__file__}), flush=True)
 texts = json.loads(sys.stdin.readline())
@@ -201,9 +200,10 @@ def benchmark_decoding_threads(name, settings, batch=64, latency_sentences=16, r
                                      "batch": len(texts[texts_name]),
                                      "sentences_per_second": speed, **paired})
         printer(row)
-    for label, setting in zip(labels, settings):
+    settings_by_label = dict(zip(labels, settings))
+    for label, setting in settings_by_label.items():
         greedy = speeds[label, "batch", 1]
-        limit_label = _limit_label(setting, dict(zip(labels, settings)))
+        limit_label = _limit_label(setting, settings_by_label)
         share = flops * greedy / 1e9 / rates[limit_label]
         beam_over_greedy = speeds[label, "batch", 5] / greedy
         results.setdefault("greedy_share_of_matmul_rate", {})[label] = share
