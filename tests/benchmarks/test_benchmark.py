@@ -167,6 +167,19 @@ def test_remeasuring_prints_each_batchs_ratio_and_replaces_the_kept_choice(monke
         f"this machine, {path})"]
     assert json.loads(path.read_text())[key]["lstm/5x6/float32"]["feature_major_from"] == 4
 
+    in_blocks = _layout_samples([0.5] * 5, [2.0] * 5)
+    for batch in in_blocks:
+        in_blocks[batch]["batch_major_in_blocks"] = [0.25] * 5
+    assert layout_line(in_blocks) == [
+        "lstm: batch   1: batch-major in blocks speed-up 2.00 (2.00-2.00): "
+        "batch_major_in_blocks",
+        "lstm: batch   1: feature-major speed-up 0.25 (0.25-0.25): batch_major_in_blocks",
+        "lstm: batch   4: feature-major speed-up 0.25 (0.25-0.25): batch_major_in_blocks",
+        f"lstm: decided at every batch: kept in {path}",
+        f"lstm: inference loop feature-major at no batch size, batch-major in blocks below "
+        f"(measured on this machine, {path})"]
+    assert json.loads(path.read_text())[key]["lstm/5x6/float32"]["batch_major_in_blocks"]
+
     noisy = layout_line(_layout_samples([0.5] * 5, [0.5, 2.0, 0.6, 1.8, 0.9]))
     assert noisy[1] == "lstm: batch   4: feature-major speed-up 0.90 (0.50-2.00): undecided"
     assert noisy[2] == ("lstm: undecided (an interval across 1 and wider than 1.05x): used by "

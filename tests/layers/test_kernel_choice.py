@@ -28,11 +28,17 @@ def test_crossover_is_where_feature_major_wins_from_there_up(speedups, expected)
     assert kernel_choice.crossover(speedups) == expected
 
 
+def _choice(threshold, in_blocks=False):
+    return {"feature_major_from": threshold, "batch_major_in_blocks": in_blocks}
+
+
 def test_layout_for_batch():
-    assert kernel_choice.layout_for_batch(16, 1) == "batch_major"
-    assert kernel_choice.layout_for_batch(16, 16) == "feature_major"
-    assert kernel_choice.layout_for_batch(16, 200) == "feature_major"
-    assert kernel_choice.layout_for_batch(None, 200) == "batch_major"
+    assert kernel_choice.layout_for_batch(_choice(16), 1) == "batch_major"
+    assert kernel_choice.layout_for_batch(_choice(16), 16) == "feature_major"
+    assert kernel_choice.layout_for_batch(_choice(16), 200) == "feature_major"
+    assert kernel_choice.layout_for_batch(_choice(None), 200) == "batch_major"
+    assert kernel_choice.layout_for_batch(_choice(16, True), 15) == "batch_major_in_blocks"
+    assert kernel_choice.layout_for_batch(_choice(16, True), 16) == "feature_major"
 
 
 @pytest.mark.parametrize("interval, expected", [
@@ -45,6 +51,12 @@ def test_layout_for_batch():
 ])
 def test_a_batch_is_decided_by_where_its_interval_lies(interval, expected):
     assert kernel_choice.verdict(interval) == expected
+
+
+def test_a_verdict_names_the_two_sides_it_was_asked_about():
+    assert kernel_choice.verdict((1.2, 1.3), "in_blocks", "whole") == "in_blocks"
+    assert kernel_choice.verdict((0.7, 0.8), "in_blocks", "whole") == "whole"
+    assert kernel_choice.verdict((0.99, 1.01), "in_blocks", "whole") == "either"
 
 
 def _samples(*batches):
@@ -74,6 +86,35 @@ def test_a_clear_measurement_is_decided_at_every_batch():
     assert 1.3 <= low < 1.36 < high <= 1.4
 
 
+def _with_blocks(samples, ratios):
+    """``samples`` with batch-major in blocks measured at every batch, its time in each
+    round ``ratios`` times batch-major's."""
+    return {batch: {**seconds, "batch_major_in_blocks": [
+                whole * ratio for whole, ratio in zip(seconds["batch_major"], ratios)]}
+            for batch, seconds in samples.items()}
+
+
+def test_blocks_faster_at_the_smallest_batch_are_chosen_and_compared_with_feature_major():
+    decision = kernel_choice.decide(_with_blocks(QUIET, [0.7] * 9))
+    assert decision["batch_major_in_blocks"] and decision["kept"]
+    assert decision["blocks"]["ratio"] == pytest.approx(1 / 0.7)
+    assert decision["blocks"]["verdict"] == "batch_major_in_blocks"
+    # feature-major's speed-up is now over the blocks: at batch 1 0.6 x 0.7, at 16 1.2 x 0.7
+    assert decision["batches"][1]["ratio"] == pytest.approx(0.42)
+    assert decision["batches"][1]["verdict"] == "batch_major_in_blocks"
+    assert decision["batches"][16]["ratio"] == pytest.approx(0.84)
+    assert decision["feature_major_from"] is None  # at 64: 1.36 x 0.7, below 1
+
+
+@pytest.mark.parametrize("ratios, kept", [([1.3] * 9, True),  # slower: whole
+                                          ([1.01, 0.99] * 4 + [1.0], True),  # a tie: whole
+                                          ([0.6, 1.5] * 4 + [0.9], False)])  # undecided
+def test_blocks_not_clearly_faster_are_not_chosen(ratios, kept):
+    decision = kernel_choice.decide(_with_blocks(QUIET, ratios))
+    assert not decision["batch_major_in_blocks"] and decision["kept"] == kept
+    assert decision["batches"][1]["ratio"] == pytest.approx(0.6, abs=0.02)
+
+
 def test_a_noisy_batch_leaves_the_measurement_undecided():
     decision = kernel_choice.decide(BUSY)
     assert decision["batches"][64]["verdict"] is None
@@ -94,17 +135,17 @@ def measuring(monkeypatch, tmp_path):
 
 
 def _choose(samples):
-    """feature_major_from("lstm", 2, 3) with ``samples`` for what measuring finds."""
+    """The crossover chosen("lstm", 2, 3) gives with ``samples`` for what measuring finds,
+    and how many times it measured."""
     with mock.patch.object(kernel_choice, "measure", return_value=samples) as measure:
-        threshold = kernel_choice.feature_major_from("lstm", 2, 3, "float32",
-                                                     sequence_kernels.layout_calls)
-    return threshold, measure.call_count
+        choice = kernel_choice.chosen("lstm", 2, 3, "float32", sequence_kernels.layout_calls)
+    return choice["feature_major_from"], measure.call_count
 
 
 def test_a_decided_measurement_is_kept_and_read_by_the_next_process(measuring):
     assert _choose(QUIET) == (16, 1)
     kept = json.loads(measuring.read_text())[kernel_choice.machine_key()]["lstm/2x3/float32"]
-    assert kept["feature_major_from"] == 16
+    assert kept["feature_major_from"] == 16 and kept["batch_major_in_blocks"] is False
     assert kept["batches"]["64"]["verdict"] == "feature_major"
     assert _choose(BUSY) == (16, 0)  # this process: remembered
     kernel_choice._CHOSEN.clear()  # a new process: read, not measured
@@ -121,8 +162,9 @@ def test_an_undecided_measurement_is_used_but_not_kept(measuring):
         {"lstm/2x3/float32": mock.ANY}]
 
 
-def test_an_entry_of_the_older_rule_is_measured_again(measuring):
-    measuring.write_text(json.dumps({kernel_choice.machine_key(): {"lstm/2x3/float32": None}}))
+@pytest.mark.parametrize("older", [None, 4, {"feature_major_from": 4, "batches": {}}])
+def test_an_entry_of_an_older_rule_is_measured_again(measuring, older):
+    measuring.write_text(json.dumps({kernel_choice.machine_key(): {"lstm/2x3/float32": older}}))
     assert _choose(QUIET) == (16, 1)
     kept = json.loads(measuring.read_text())[kernel_choice.machine_key()]["lstm/2x3/float32"]
     assert kept["feature_major_from"] == 16
@@ -130,7 +172,7 @@ def test_an_entry_of_the_older_rule_is_measured_again(measuring):
 
 def test_choosing_again_replaces_the_entry_or_removes_it_when_undecided(measuring):
     assert _choose(QUIET) == (16, 1)
-    other = {"gru_reset_after/2x3/float32": {"feature_major_from": 4, "batches": {}}}
+    other = {"gru_reset_after/2x3/float32": {**_choice(4), "batches": {}}}
     stored = json.loads(measuring.read_text())
     stored[kernel_choice.machine_key()].update(other)
     measuring.write_text(json.dumps(stored))
@@ -140,10 +182,10 @@ def test_choosing_again_replaces_the_entry_or_removes_it_when_undecided(measurin
             return kernel_choice.choose("lstm", 2, 3, "float32", sequence_kernels.layout_calls)
 
     assert not choose(BUSY)["kept"]
-    assert kernel_choice._CHOSEN["lstm/2x3/float32"] is None  # this process: the new guess
+    assert kernel_choice._CHOSEN["lstm/2x3/float32"] == _choice(None)  # this process: the new guess
     assert json.loads(measuring.read_text()) == {kernel_choice.machine_key(): other}
     assert choose(QUIET)["kept"]
-    assert kernel_choice._CHOSEN["lstm/2x3/float32"] == 16
+    assert kernel_choice._CHOSEN["lstm/2x3/float32"] == _choice(16)
     assert sorted(json.loads(measuring.read_text())[kernel_choice.machine_key()]) == [
         "gru_reset_after/2x3/float32", "lstm/2x3/float32"]
 
@@ -159,9 +201,34 @@ def test_measuring_alternates_both_layouts_round_by_round_at_every_batch(measuri
 
 def test_the_two_layouts_measured_compute_the_same_numbers():
     calls = sequence_kernels.layout_calls("lstm", 2, 3, "float32", batch=4, steps=5)
+    assert sorted(calls) == ["batch_major", "feature_major"]  # a weight too small to split
     feature_major, batch_major = calls["feature_major"](), calls["batch_major"]()
     np.testing.assert_allclose(feature_major[0], batch_major[0], atol=1e-6)
     assert feature_major[0].shape == (5, 4, 3)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru_reset_after", "gru_reset_before", "simple_rnn"])
+def test_blocks_compute_the_same_numbers_as_one_product(kind, monkeypatch):
+    """A weight of 3 units' gates split into column blocks of at most 20 bytes (the
+    reset-before GRU's two products each split on their own)."""
+    monkeypatch.setattr(sequence_kernels, "BLOCK_BYTES", 20)
+    columns = sequence_kernels.KERNELS[kind].gates * 3
+    split = sequence_kernels.BatchMajorInBlocks.prepare(np.ones((3, columns), "float32"))
+    assert len(split) == -(-3 * columns * 4 // 20)
+    assert sum(block.shape[-1] for block in split) == columns
+    calls = sequence_kernels.layout_calls(kind, 2, 3, "float32", batch=2, steps=5)
+    outputs = {name: call()[0] for name, call in calls.items()}
+    assert sorted(outputs) == ["batch_major", "batch_major_in_blocks", "feature_major"]
+    np.testing.assert_allclose(outputs["batch_major_in_blocks"], outputs["batch_major"],
+                               atol=1e-6)
+
+
+def test_a_weight_is_split_into_the_fewest_blocks_within_the_limit():
+    # an LSTM of 512 units in float32: 4 MiB, 8 blocks of 512 KiB
+    assert sequence_kernels.column_blocks(512, 2048, 4) == 8
+    assert sequence_kernels.column_blocks(256, 768, 4) == 2  # 768 KiB
+    assert sequence_kernels.column_blocks(64, 256, 4) == 1
+    assert sequence_kernels.column_blocks(1_000_000, 3, 4) == 3  # one block a column at most
 
 
 def _measuring_briefly(monkeypatch):
@@ -220,15 +287,20 @@ def test_a_layout_that_does_not_exist_is_refused(monkeypatch):
     monkeypatch.setenv("ZOO_RNN_LAYOUT", "column_major")
     with pytest.raises(kernel_choice.LayoutError,
                        match="ZOO_RNN_LAYOUT must be one of measure, feature_major, "
-                             "batch_major; got 'column_major'"):
+                             "batch_major, batch_major_in_blocks; got 'column_major'"):
         zoo.layers.LSTM(3)(np.zeros((1, 2, 2), "float32"))
 
 
+@pytest.mark.parametrize("in_blocks", [False, True])
 @pytest.mark.parametrize("name", ["LSTM", "GRU"])
-def test_an_open_batch_runs_the_layout_of_each_batch_size(name, measuring, rng):
+def test_an_open_batch_runs_the_layout_of_each_batch_size(name, in_blocks, measuring, rng,
+                                                          monkeypatch):
     """Traced with the batch unknown, the layer decides per call: both layouts in the graph,
-    each giving Keras' numbers on its side of the crossover."""
+    each giving Keras' numbers on its side of the crossover (below it, batch-major whole
+    or in blocks of at most 40 bytes, as chosen)."""
     import tensorflow as tf
+
+    monkeypatch.setattr(sequence_kernels, "BLOCK_BYTES", 40)
 
     ours, theirs = getattr(zoo.layers, name)(3), getattr(keras.layers, name)(3)
     ours(np.zeros((1, 2, 2), "float32"))
@@ -236,19 +308,20 @@ def test_an_open_batch_runs_the_layout_of_each_batch_size(name, measuring, rng):
     theirs.set_weights(ours.get_weights())
     run = tf.function(ours, input_signature=[tf.TensorSpec([None, None, 2])])
     layouts = mock.Mock(wraps=sequence_kernels.inference_in_layout)
-    with mock.patch.object(kernel_choice, "feature_major_from", return_value=4), \
+    with mock.patch.object(kernel_choice, "chosen", return_value=_choice(4, in_blocks)), \
             mock.patch.object(sequence_kernels, "inference_in_layout", layouts):
         for batch in (2, 4, 9):
             inputs = rng.normal(size=(batch, 5, 2)).astype("float32")
             np.testing.assert_allclose(run(inputs), theirs(inputs), atol=1e-5)
     chosen = [c.args[0] for c in layouts.call_args_list]
-    assert chosen == [sequence_kernels.FeatureMajor, sequence_kernels.BatchMajor]
+    below = sequence_kernels.BatchMajorInBlocks if in_blocks else sequence_kernels.BatchMajor
+    assert chosen == [sequence_kernels.FeatureMajor, below]
 
 
 def test_a_known_batch_is_decided_while_tracing(measuring, rng):
     layouts = mock.Mock(wraps=sequence_kernels.inference_in_layout)
     layer = zoo.layers.GRU(3)
-    with mock.patch.object(kernel_choice, "feature_major_from", return_value=4), \
+    with mock.patch.object(kernel_choice, "chosen", return_value=_choice(4)), \
             mock.patch.object(sequence_kernels, "inference_in_layout", layouts):
         layer(rng.normal(size=(2, 5, 2)).astype("float32"))
         layer(rng.normal(size=(6, 5, 2)).astype("float32"))

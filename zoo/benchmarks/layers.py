@@ -137,22 +137,31 @@ def _inference_layout_line(layer, input_dim, units, remeasure=False, printer=pri
     forced = kernel_choice.forced_layout()
     if forced:
         return f"{kind}: inference loop {forced} ({kernel_choice.LAYOUT_VARIABLE})"
-    threshold = kernel_choice.feature_major_from(kind, input_dim, units, "float32",
-                                                 sequence_kernels.layout_calls)
+    choice = kernel_choice.chosen(kind, input_dim, units, "float32",
+                                  sequence_kernels.layout_calls)
+    threshold = choice["feature_major_from"]
     where = "at no batch size" if threshold is None else f"from batch {threshold}"
-    return (f"{kind}: inference loop feature-major {where}, batch-major below "
+    below = "batch-major in blocks" if choice["batch_major_in_blocks"] else "batch-major"
+    return (f"{kind}: inference loop feature-major {where}, {below} below "
             f"(measured on this machine, {kernel_choice.cache_path()})")
 
 
 def _print_layout_decision(kind, decision, printer):
-    """Each measured batch's feature-major speed-up (batch-major's time over
-    feature-major's) with its 95% interval and what it decides, then whether it is kept."""
+    """The blocks' speed-up over batch-major at the smallest batch (when measured), each
+    measured batch's feature-major speed-up (the batch-major variant's time over
+    feature-major's), each with its 95% interval and what it decides, then whether the
+    choice is kept."""
     from zoo.layers import kernel_choice
 
-    for batch, speedup in decision["batches"].items():
+    def figures(speedup):
         low, high = speedup["interval_95"]
-        printer(f"{kind}: batch {batch:>3}: feature-major speed-up {speedup['ratio']:.2f} "
-                f"({low:.2f}-{high:.2f}): {speedup['verdict'] or 'undecided'}")
+        return f"{speedup['ratio']:.2f} ({low:.2f}-{high:.2f}): {speedup['verdict'] or 'undecided'}"
+
+    if decision["blocks"] is not None:
+        printer(f"{kind}: batch {min(decision['batches']):>3}: batch-major in blocks "
+                f"speed-up {figures(decision['blocks'])}")
+    for batch, speedup in decision["batches"].items():
+        printer(f"{kind}: batch {batch:>3}: feature-major speed-up {figures(speedup)}")
     if decision["kept"]:
         printer(f"{kind}: decided at every batch: kept in {kernel_choice.cache_path()}")
     else:

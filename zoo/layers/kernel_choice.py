@@ -1,13 +1,17 @@
 """Which layout the recurrent layers' inference loop runs in, chosen by measuring here.
 
-``sequence_kernels.run_inference`` has two layouts (``inference_in_layout``) that compute the same numbers:
-``FeatureMajor`` (states ``[units, batch]``, each step's input projection inside the loop)
+``sequence_kernels.run_inference`` has layouts (``inference_in_layout``) that compute the
+same numbers: ``FeatureMajor`` (states ``[units, batch]``, each step's input projection inside the loop)
 and ``BatchMajor`` (states ``[batch, units]``, every step's projection done first as one
-product). Which is faster depends on the CPU and on the batch: on an AMD EPYC (AVX2, one
-thread), an LSTM of 256 units over 256 inputs ran batch 1 in 3.3 ms batch-major against
-5.6 ms feature-major, and batch 64 in 101 against 74 ms. So neither is a default: the
-first time a (kind, features, units, dtype) is met, both are timed on random inputs at
-``MEASURED_BATCHES``, and the smallest batch from which feature-major wins is used. A
+product), and ``BatchMajorInBlocks``, batch-major with the recurrent product split into
+column blocks that TensorFlow's threads run side by side (where the weight makes more than
+one block). Which is faster depends on the CPU, its threads and the batch: on an AMD EPYC
+(one thread), an LSTM of 256 units over 256 inputs ran batch 1 in 3.3 ms batch-major against
+5.6 ms feature-major, and batch 64 in 101 against 74 ms; on two threads an LSTM of 512
+units ran batch 1 in 15.7 ms batch-major and 11.1 in blocks. So none is a default: the
+first time a (kind, features, units, dtype) is met, all are timed on random inputs at
+``MEASURED_BATCHES``; the batch-major variant is the one faster at the smallest batch, and
+the smallest batch from which feature-major beats it is where feature-major is used. A
 batch between two measured ones takes the choice of the nearest one below it.
 
 The rule (``decide``), so that one measurement on a busy machine is not kept for good:
@@ -17,12 +21,16 @@ The rule (``decide``), so that one measurement on a busy machine is not kept for
   batch-major's time over feature-major's (feature-major's speed-up), and the batch's
   figure is the median of the rounds' ratios with its 95% bootstrap interval
   (``timing.paired_speed_ratio``).
-- The crossover is the smallest batch from which that median is above 1 at every
-  measured batch up to the largest (None: batch-major at every batch).
+- The batch-major variant: in blocks when, at the smallest batch, its speed-up over
+  batch-major (the median of the rounds' ratios, with its interval) lies wholly above 1;
+  whole when wholly below 1 or within ``EQUIVALENT_WITHIN`` of 1 (fewer operations).
+- The crossover is the smallest batch from which feature-major's median speed-up over
+  that variant is above 1 at every measured batch up to the largest (None: batch-major
+  at every batch).
 - A batch is decided when its interval lies wholly above 1 (feature-major faster) or
   wholly below 1 (batch-major faster), or wholly within ``EQUIVALENT_WITHIN`` of 1 (the
   two within 5% of each other: either is fine, and which one does not matter).
-- Only a measurement decided at every batch is kept: in memory and in a JSON file in the
+- Only a measurement decided at every batch (and on the variant) is kept: in memory and in a JSON file in the
   user's cache folder (``cache_path``), under a key naming this machine (CPU model and
   flags, usable cores, TensorFlow version and thread settings), with each batch's ratio
   and interval, so that a machine measures each shape once. An undecided one is used by
@@ -31,13 +39,14 @@ The rule (``decide``), so that one measurement on a busy machine is not kept for
   bare number) are measured again too.
 
 ``zoo benchmark layers --remeasure`` measures the benchmark's shapes again and replaces
-their entries (``choose``). ``ZOO_RNN_LAYOUT=feature_major`` or ``batch_major`` fixes the
-layout instead (the two agree to float32 rounding, not bit for bit); ``measure`` is the
+their entries (``choose``). ``ZOO_RNN_LAYOUT=feature_major``, ``batch_major`` or
+``batch_major_in_blocks`` fixes the layout instead (they agree to float32 rounding, not
+bit for bit); ``measure`` is the
 default. ``ZOO_RNN_LAYOUT_CACHE`` names another file for the choices (the tests point it
 at a folder of their own).
 
-This module only decides and keeps; ``sequence_kernels`` hands it the two layouts'
-calls to time (``layout_calls``), so the import goes one way.
+This module only decides and keeps; ``sequence_kernels`` hands it the layouts' calls
+to time (``layout_calls``), so the import goes one way.
 """
 
 import hashlib
@@ -51,14 +60,14 @@ from zoo.layers import timing
 
 LAYOUT_VARIABLE = "ZOO_RNN_LAYOUT"
 CACHE_VARIABLE = "ZOO_RNN_LAYOUT_CACHE"
-LAYOUTS = ("feature_major", "batch_major")
+LAYOUTS = ("feature_major", "batch_major", "batch_major_in_blocks")
 MEASURED_BATCHES = (1, 4, 16, 64)
 MEASURED_STEPS = 32
 MEASURED_ROUNDS = 9
 EQUIVALENT_WITHIN = 1.05  # a speed-up interval within [1/1.05, 1.05]: either layout will do
 NEVER = None  # a crossover meaning: batch-major at every batch
 
-_CHOSEN = {}  # this process's crossovers, kept or not, by shape key
+_CHOSEN = {}  # this process's choices (``decide``'s first two keys), kept or not, by shape key
 
 
 class LayoutError(ValueError):
@@ -90,19 +99,23 @@ def crossover(speedups):
     return threshold
 
 
-def layout_for_batch(threshold, batch):
-    """The layout a crossover ``threshold`` gives a batch of ``batch`` rows."""
-    return "feature_major" if threshold is not NEVER and batch >= threshold else "batch_major"
+def layout_for_batch(choice, batch):
+    """The layout a choice (``chosen``) gives a batch of ``batch`` rows."""
+    threshold = choice["feature_major_from"]
+    if threshold is not NEVER and batch >= threshold:
+        return "feature_major"
+    return "batch_major_in_blocks" if choice["batch_major_in_blocks"] else "batch_major"
 
 
-def verdict(interval_95):
-    """What a batch's 95% interval of feature-major's speed-up decides: the faster
-    layout, ``"either"`` (within ``EQUIVALENT_WITHIN`` both ways), or None (undecided)."""
+def verdict(interval_95, faster="feature_major", slower="batch_major"):
+    """What a 95% interval of a speed-up decides: ``faster`` (wholly above 1),
+    ``slower`` (wholly below), ``"either"`` (within ``EQUIVALENT_WITHIN`` both ways), or
+    None (undecided)."""
     low, high = interval_95
     if low > 1:
-        return "feature_major"
+        return faster
     if high < 1:
-        return "batch_major"
+        return slower
     if 1 / EQUIVALENT_WITHIN <= low and high <= EQUIVALENT_WITHIN:
         return "either"
     return None
@@ -110,25 +123,45 @@ def verdict(interval_95):
 
 def decide(samples):
     """The choice from ``{batch: {layout: [seconds per round]}}`` (rounds paired):
-    ``{"feature_major_from": crossover, "kept": decided at every batch, "batches":
-    {batch: {"ratio", "interval_95", "verdict"}}}``."""
+    ``{"feature_major_from": crossover, "batch_major_in_blocks": bool, "kept": decided
+    at every batch and on the variant, "blocks": the variant's speed-up at the smallest
+    batch {"ratio", "interval_95", "verdict"} (None when measured without blocks),
+    "batches": {batch: feature-major's speed-up over the variant, the same keys}}``."""
+    smallest = samples[min(samples)]
+    blocks = None
+    if "batch_major_in_blocks" in smallest:
+        blocks = timing.paired_speed_ratio(smallest["batch_major_in_blocks"],
+                                           smallest["batch_major"])
+        blocks["verdict"] = verdict(blocks["interval_95"], "batch_major_in_blocks",
+                                    "batch_major")
+    in_blocks = blocks is not None and blocks["verdict"] == "batch_major_in_blocks"
+    batch_major = "batch_major_in_blocks" if in_blocks else "batch_major"
     batches = {}
     for batch, seconds in sorted(samples.items()):
-        speedup = timing.paired_speed_ratio(seconds["feature_major"], seconds["batch_major"])
-        batches[batch] = {**speedup, "verdict": verdict(speedup["interval_95"])}
+        speedup = timing.paired_speed_ratio(seconds["feature_major"], seconds[batch_major])
+        batches[batch] = {**speedup, "verdict": verdict(speedup["interval_95"],
+                                                        slower=batch_major)}
     return {"feature_major_from": crossover({b: s["ratio"] for b, s in batches.items()}),
-            "kept": all(s["verdict"] is not None for s in batches.values()),
+            "batch_major_in_blocks": in_blocks,
+            "kept": (all(s["verdict"] is not None for s in batches.values())
+                     and (blocks is None or blocks["verdict"] is not None)),
+            "blocks": blocks,
             "batches": batches}
 
 
-def feature_major_from(kind, features, units, dtype, layout_calls):
-    """The crossover batch for these shapes on this machine: this process's, else the
-    file's, else measured (``choose``). ``layout_calls`` as ``measure`` takes it."""
+CHOICE_KEYS = ("feature_major_from", "batch_major_in_blocks")
+
+
+def chosen(kind, features, units, dtype, layout_calls):
+    """The choice for these shapes on this machine, ``{"feature_major_from": crossover
+    batch, "batch_major_in_blocks": bool}``: this process's, else the file's, else
+    measured (``choose``). ``layout_calls`` as ``measure`` takes it."""
     key = shape_key(kind, features, units, dtype)
     if key not in _CHOSEN:
         kept = _read(cache_path()).get(machine_key(), {}).get(key)
-        if isinstance(kept, dict):  # a bare number is an older rule's: measure again
-            _CHOSEN[key] = kept["feature_major_from"]
+        # a bare number, or a choice without the variant, is an older rule's: measure again
+        if isinstance(kept, dict) and all(name in kept for name in CHOICE_KEYS):
+            _CHOSEN[key] = {name: kept[name] for name in CHOICE_KEYS}
         else:
             choose(kind, features, units, dtype, layout_calls)
     return _CHOSEN[key]
@@ -140,12 +173,12 @@ def choose(kind, features, units, dtype, layout_calls, **measuring):
     and otherwise loses the shape's entry, so that the next process measures again."""
     decision = decide(measure(kind, features, units, dtype, layout_calls, **measuring))
     key = shape_key(kind, features, units, dtype)
-    _CHOSEN[key] = decision["feature_major_from"]
+    _CHOSEN[key] = {name: decision[name] for name in CHOICE_KEYS}
     path = cache_path()
     stored = _read(path)
     machine = stored.setdefault(machine_key(), {})
     if decision["kept"]:
-        machine[key] = {"feature_major_from": decision["feature_major_from"],
+        machine[key] = {**_CHOSEN[key], "blocks": decision["blocks"],
                         "batches": {str(b): s for b, s in decision["batches"].items()}}
         _write(path, stored)
     elif machine.pop(key, None) is not None:
@@ -161,7 +194,7 @@ def measure(kind, features, units, dtype, layout_calls, batches=MEASURED_BATCHES
             steps=MEASURED_STEPS, rounds=MEASURED_ROUNDS):
     """Seconds per call of each layout in each round at each batch, ``{batch: {layout:
     [seconds]}}``: ``layout_calls(kind, features, units, dtype, batch, steps)`` gives the
-    two layouts as calls without arguments (``sequence_kernels.layout_calls``), timed in
+    layouts as calls without arguments (``sequence_kernels.layout_calls``), timed in
     alternating rounds (``timing.alternate_rounds``, after two warm-up calls each)."""
     import tensorflow as tf
 
@@ -172,7 +205,7 @@ def measure(kind, features, units, dtype, layout_calls, batches=MEASURED_BATCHES
 
 
 def machine_key():
-    """What the speed of the two layouts depends on, in a short stable string."""
+    """What the speed of the layouts depends on, in a short stable string."""
     import tensorflow as tf
 
     threads = tf.config.threading

@@ -49,6 +49,41 @@ class BatchMajor:
         return bias
 
 
+class BatchMajorInBlocks(BatchMajor):
+    """``BatchMajor`` with the recurrent product ``h U`` split into column blocks of
+    ``U`` (each at most ``BLOCK_BYTES``), one product each, concatenated.
+
+    For a few rows (batch 1, a phone's or a served request's) the step's product is
+    bound by reading ``U`` from memory, and TensorFlow's oneDNN product ran it slower on
+    two threads than on one (an LSTM of 512 units, batch 1, on a 2-core AMD EPYC:
+    about 120 us a step against 80). A product whose operands fit in a core's L2
+    cache, oneDNN runs on one thread (TensorFlow's ``ExecuteSingleThreadedGemm``);
+    several such blocks TensorFlow's inter-op threads run side by side, each core
+    reading its own part of ``U`` (the same product in 8 blocks: 58 us). Whether it is
+    faster for a layer's shapes is measured (``kernel_choice``), not assumed.
+    """
+
+    @staticmethod
+    def prepare(weight):
+        columns = weight.shape[-1]
+        blocks = column_blocks(weight.shape[0], columns, tf.as_dtype(weight.dtype).size)
+        size, extra = divmod(columns, blocks)
+        return tf.split(weight, [size + (i < extra) for i in range(blocks)], axis=-1)
+
+    @staticmethod
+    def recurrent(state, blocks):
+        return tf.concat([tf.matmul(state, block) for block in blocks], axis=-1)
+
+
+BLOCK_BYTES = 512 * 1024  # well inside a core's L2 cache on current x86 CPUs (1-2 MiB)
+
+
+def column_blocks(rows, columns, itemsize):
+    """How many column blocks ``BatchMajorInBlocks`` splits a ``[rows, columns]``
+    weight into: as few as keep each within ``BLOCK_BYTES``."""
+    return min(columns, max(1, -(-rows * columns * itemsize // BLOCK_BYTES)))
+
+
 class FeatureMajor:
     """States ``[units, batch]``; ``h U`` is computed as ``matmul(U^T, h^T)``.
 
@@ -220,7 +255,8 @@ def _outer_sum(left, right):
     )
 
 
-LAYOUT_CLASSES = {"feature_major": FeatureMajor, "batch_major": BatchMajor}
+LAYOUT_CLASSES = {"feature_major": FeatureMajor, "batch_major": BatchMajor,
+                  "batch_major_in_blocks": BatchMajorInBlocks}
 
 KERNELS = {
     "simple_rnn": _SimpleRNNKernel(),
@@ -385,12 +421,13 @@ def run_inference(kind, sequences, input_kernel, input_bias, recurrent_kernel,
     forced = kernel_choice.forced_layout()
     if forced:
         return run(forced)
-    threshold = kernel_choice.feature_major_from(
+    choice = kernel_choice.chosen(
         kind, input_kernel.shape[0], recurrent_kernel.shape[0], sequences.dtype.name,
         layout_calls)
+    threshold = choice["feature_major_from"]
     batch = sequences.shape[1]
     if batch is not None or threshold in (kernel_choice.NEVER, 1):
-        return run(kernel_choice.layout_for_batch(threshold, batch or 1))
+        return run(kernel_choice.layout_for_batch(choice, batch or 1))
 
     def without_none(layout_name):  # tf.cond wants tensors: no outputs becomes ()
         outputs, last_output, states = run(layout_name)
@@ -398,13 +435,16 @@ def run_inference(kind, sequences, input_kernel, input_bias, recurrent_kernel,
 
     outputs, last_output, states = tf.cond(
         tf.shape(sequences)[1] >= threshold,
-        lambda: without_none("feature_major"), lambda: without_none("batch_major"))
+        lambda: without_none("feature_major"),
+        lambda: without_none(kernel_choice.layout_for_batch(choice, 1)))
     return (None if isinstance(outputs, tuple) else outputs), last_output, list(states)
 
 
 def layout_calls(kind, features, units, dtype, batch, steps):
     """``inference_in_layout`` in each layout (``{layout name: call}``), compiled, on
-    random inputs and weights of these shapes: what ``kernel_choice.measure`` times."""
+    random inputs and weights of these shapes: what ``kernel_choice.measure`` times.
+    ``batch_major_in_blocks`` only where its recurrent weight makes more than one block
+    (else it is ``batch_major``)."""
     cell = KERNELS[kind]
     rng = np.random.default_rng(0)
 
@@ -416,18 +456,21 @@ def layout_calls(kind, features, units, dtype, batch, steps):
     recurrent_bias = weights(cell.gates * units) if kind == "gru_reset_after" else None
     sequences = weights(steps, batch, features)
     states = [tf.zeros([batch, units], dtype)] * cell.states
+    names = [name for name in kernel_choice.LAYOUTS if name != "batch_major_in_blocks"
+             or column_blocks(units, cell.gates * units, np.dtype(dtype).itemsize) > 1]
     return {name: tf.function(functools.partial(
                 inference_in_layout, LAYOUT_CLASSES[name], kind, sequences, input_kernel, None,
                 recurrent_kernel, recurrent_bias, states))
-            for name in kernel_choice.LAYOUTS}
+            for name in names}
 
 
 def inference_in_layout(layout, kind, sequences, input_kernel, input_bias, recurrent_kernel,
                         recurrent_bias=None, initial_states=(), mask=None,
                         zero_output_for_mask=False, return_sequences=True):
     """``run_inference`` in a given layout: ``FeatureMajor`` (states ``[units, batch]``,
-    each step's input projection inside the loop) or ``BatchMajor`` (states ``[batch,
-    units]``, the projection of every step done first, as one product)."""
+    each step's input projection inside the loop) or ``BatchMajor`` and
+    ``BatchMajorInBlocks`` (states ``[batch, units]``, the projection of every step done
+    first, as one product)."""
     cell = KERNELS[kind]
     dtype = sequences.dtype
     steps = tf.shape(sequences)[0]
@@ -448,7 +491,7 @@ def inference_in_layout(layout, kind, sequences, input_kernel, input_bias, recur
         zero_output_for_mask, record_history=False, record_outputs=return_sequences,
         layout=layout,
     )
-    if layout is BatchMajor:
+    if layout is not FeatureMajor:
         return outputs, last_output, final_states
     if outputs is not None:
         outputs = tf.transpose(outputs, (0, 2, 1))
