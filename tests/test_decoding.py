@@ -379,6 +379,29 @@ def test_the_tokens_that_would_repeat_an_ngram():
     assert not decoding.repeated_ngram_tokens(history, tf.constant(5), 0, VOCAB).numpy().any()
 
 
+def _banned_by_hand(row, t, n):
+    """The tokens that would repeat an n-gram of ``row[:t]`` at position ``t``."""
+    if n < 1 or t < n - 1:
+        return set()
+    own = tuple(row[t - n + 1 : t])
+    return {row[j + n - 1] for j in range(t - n + 1) if tuple(row[j : j + n - 1]) == own}
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(rows=hypothesis.strategies.lists(
+                      hypothesis.strategies.lists(hypothesis.strategies.sampled_from([A, B, C]),
+                                                  min_size=7, max_size=7), min_size=1, max_size=3),
+                  t=hypothesis.strategies.integers(0, 7), n=hypothesis.strategies.integers(0, 4))
+def test_repeated_ngrams_agree_with_a_count_by_hand_for_an_int_or_a_tensor_n(rows, t, n):
+    """A Python int n compares n-1 offsets, a tensor n (a SavedModel's input) all of them:
+    the same tokens banned, the ones a count by hand finds."""
+    history = tf.constant(rows)
+    expected = [sorted(_banned_by_hand(row, t, n)) for row in rows]
+    for size in (n, tf.constant(n)):
+        banned = decoding.repeated_ngram_tokens(history, tf.constant(t), size, VOCAB).numpy()
+        assert [np.flatnonzero(row).tolist() for row in banned] == expected
+
+
 def _ngrams(tokens, n):
     tokens = [t for t in tokens if t != PAD_ID]
     return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]

@@ -80,16 +80,21 @@ def repeated_ngram_tokens(history, t, n, vocab_size):
     The n-grams already there start at ``j <= t - n``; one is repeated when its first
     n-1 tokens are the row's last n-1: then its last token is banned. In index ops
     over the static ``L`` (any ``n``, a tensor too, in one graph: SavedModel, TFLite).
+    The offsets ``k`` compared are the n-1 of a Python int ``n``, else all ``L`` (those
+    from n-1 on masked): ``[N, L, L]`` gathered and compared at every step took a fifth
+    of a batch's greedy search (64 sentences, ``max_length`` 64, n = 3).
     """
     length = ops.shape(history)[1]
+    width = max(n - 1, 1) if isinstance(n, int) else length
     n = ops.cast(n, "int32")
     positions = ops.arange(length, dtype="int32")
-    last = positions + t - n + 1  # the row's last n-1 tokens: offsets k < n - 1
-    starts = ops.reshape(ops.expand_dims(positions, 1) + positions, (-1,))  # (j, k) -> j + k
+    offsets = ops.arange(width, dtype="int32")
+    last = offsets + t - n + 1  # the row's last n-1 tokens: offsets k < n - 1
+    starts = ops.reshape(ops.expand_dims(positions, 1) + offsets, (-1,))  # (j, k) -> j + k
     earlier = ops.reshape(ops.take(history, ops.clip(starts, 0, length - 1), axis=1),
-                          (-1, length, length))
+                          (-1, length, width))
     own = ops.expand_dims(ops.take(history, ops.clip(last, 0, length - 1), axis=1), 1)
-    compared = ops.expand_dims(positions < n - 1, 0)  # [1, k]
+    compared = ops.expand_dims(offsets < n - 1, 0)  # [1, k]
     same = ops.all(ops.logical_or(ops.equal(earlier, own), ops.logical_not(compared)), axis=-1)
     seen = ops.logical_and(positions <= t - n, n > 0)  # the n-grams already written
     repeats = ops.logical_and(same, ops.expand_dims(seen, 0))  # [N, j]
