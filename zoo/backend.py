@@ -64,7 +64,7 @@ def use_one_thread_per_operation():
     return True
 
 
-def compile_function(function, variables=()):
+def compile_function(function, variables=(), one_row=False):
     """``function`` compiled for this backend, called with numpy arrays.
 
     Arguments are nests of numpy arrays (their dtypes kept); results come back as
@@ -72,7 +72,8 @@ def compile_function(function, variables=()):
     reads (a model's ``variables``): every call sees their current values.
 
     TensorFlow traces one graph, on the first call, for every shape of arguments of
-    those ranks. JAX compiles once per shape (``jax.jit``; callers keep the number of
+    those ranks (``one_row``: its first argument's first dimension fixed at 1, so
+    that the graph knows it: a search over one sentence). JAX compiles once per shape (``jax.jit``; callers keep the number of
     shapes small), with the variables' values as inputs, not as constants frozen at
     the first call. PyTorch runs eagerly, without gradients.
     """
@@ -104,16 +105,16 @@ def compile_function(function, variables=()):
         nonlocal compiled
         arguments = keras.tree.map_structure(np.asarray, arguments)
         if compiled is None:
-            compiled = _tensorflow_function(function, arguments)
+            compiled = _tensorflow_function(function, arguments, one_row)
         tensors = keras.tree.map_structure(keras.ops.convert_to_tensor, arguments)
         return keras.tree.map_structure(_to_numpy, compiled(*tensors))
 
     return call
 
 
-def model_function(model, key, function):
-    """``function`` compiled by ``compile_function`` with ``model``'s variables, once
-    per model and ``key``: a model's searches, its language-model steps, its
+def model_function(model, key, function, one_row=False):
+    """``function`` compiled by ``compile_function`` with ``model``'s variables (and
+    ``one_row``), once per model and ``key``: a model's searches, its language-model steps, its
     ``inspect``. The cache is kept out of Keras attribute tracking: it is not model
     state (and a SavedModel cannot save a tracked dict with tuple keys)."""
     with _COMPILING:
@@ -122,7 +123,7 @@ def model_function(model, key, function):
             cache = {}
             object.__setattr__(model, "_compiled_functions", cache)
         if key not in cache:
-            cache[key] = compile_function(function, model.variables)
+            cache[key] = compile_function(function, model.variables, one_row)
         return cache[key]
 
 
@@ -132,14 +133,19 @@ def forget_model_functions(model):
     object.__setattr__(model, "_compiled_functions", {})
 
 
-def _tensorflow_function(function, arguments):
-    """A ``tf.function`` whose signature leaves every dimension open: one trace."""
+def _tensorflow_function(function, arguments, one_row=False):
+    """A ``tf.function`` whose signature leaves every dimension open (but the first
+    argument's first, with ``one_row``): one trace."""
     import keras
     import tensorflow as tf
 
     signature = keras.tree.map_structure(
         lambda array: tf.TensorSpec([None] * array.ndim, tf.as_dtype(array.dtype)), arguments)
-    compiled = tf.function(function, input_signature=list(signature), autograph=False)
+    signature = list(signature)
+    if one_row:
+        first = signature[0]
+        signature[0] = tf.TensorSpec([1, *first.shape[1:]], first.dtype)
+    compiled = tf.function(function, input_signature=signature, autograph=False)
     # TensorFlow counts traces by the Python code traced, not by tf.function: the
     # functions made from one closure (a model's searches, one per beam size, made anew
     # when the length penalty changes) looked like one function retracing, and

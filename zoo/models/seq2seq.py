@@ -202,24 +202,44 @@ class Seq2Seq(PresetModel):
                 "max_source_length": self.max_source_length}
 
     # -- the network -----------------------------------------------------------------------
-    def logits(self, features, training=False, output_kernel=None):
+    def logits(self, features, training=False, output_product=None):
         """Deep output: tanh projection to the embedding size, then the tied embedding.
 
-        ``output_kernel``: the transposed target embedding, when the caller computed it
-        once for many steps (decoding) instead of once per call.
+        ``output_product``: ``hidden -> hidden E^T``, when the caller prepared it once for
+        many steps (decoding, ``_output_product``) instead of once per call.
         """
         hidden = self.dropout(self.output_projection(features), training=training)
-        if output_kernel is None:
-            output_kernel = ops.transpose(self.target_embedding.embeddings)
-        return ops.matmul(hidden, output_kernel) + self.output_bias
+        if output_product is None:
+            return ops.matmul(hidden, ops.transpose(self.target_embedding.embeddings)) + self.output_bias
+        return output_product(hidden) + self.output_bias
+
+    def _output_product(self, rows):
+        """``hidden -> hidden E^T`` for a search over ``rows`` rows (a static int, or None).
+
+        For many rows, ``E^T`` is made once per search (a product with the transpose
+        inside the loop was measured 1.6x slower at 64 rows and 4.8x at 5 rows (a
+        beam)). For one row (one sentence, greedy: TFLite's trace, ``translate`` of one
+        text) the product reads ``E`` as it is stored (TensorFlow's ``transpose_b``):
+        the transpose, a copy of ``E`` at every search, took a tenth of a sentence's
+        translation; measured side by side on gru_bahdanau_cmn_en, 1.42x on one thread
+        and 1.19-1.26x on two (the search with a static batch of one, on TensorFlow).
+        """
+        embeddings = self.target_embedding.embeddings
+        if rows == 1 and zoo_backend.is_tensorflow():
+            import tensorflow as tf
+
+            return lambda hidden: tf.matmul(hidden, embeddings, transpose_b=True)
+        transposed = ops.transpose(embeddings)
+        return lambda hidden: ops.matmul(hidden, transposed)
 
     def encode(self, source_ids, training=False):
         """The decoder's initial state (a dict of tensors, batch first): the keys in
         ``recurrent_state`` change at every step, the others are read-only memory."""
         raise NotImplementedError
 
-    def decode_step(self, tokens, state, output_kernel=None):
-        """One decoder step: ``(logits [N, V], new_state, attention [N, S] or None)``."""
+    def decode_step(self, tokens, state, output_product=None):
+        """One decoder step: ``(logits [N, V], new_state, attention [N, S] or None)``;
+        ``output_product`` as ``logits`` takes it."""
         raise NotImplementedError
 
     def decode_teacher_forced(self, target_input_ids, state, training=False,
@@ -345,7 +365,10 @@ class Seq2Seq(PresetModel):
         rules = _without_offs({**self._output_rules, **(rules or {})})
         if rules:
             strategy.rules = output_rules(source_ids, limits, max_length, **rules)
-        step, state, memory = self._step_function(source_ids)
+        per_sentence = strategy.rows_per_sentence
+        rows = (batch * per_sentence if isinstance(batch, int) and isinstance(per_sentence, int)
+                else None)
+        step, state, memory = self._step_function(source_ids, rows)
         # A coverage penalty reads the attention history, returned or not.
         reads_attention = bool(getattr(strategy, "beta", 0))
         result = decoding.decode(step, state, strategy, batch, max_length,
@@ -353,33 +376,34 @@ class Seq2Seq(PresetModel):
                                  max_lengths=limits, memory=memory)
         return result if return_attention or not reads_attention else (*result[:-1], None)
 
-    def _step_function(self, source_ids):
-        """The decoding step function, its state and its memory (``zoo.decoding``).
+    def _step_function(self, source_ids, rows=None):
+        """The decoding step function, its state and its memory (``zoo.decoding``), for
+        a search over ``rows`` rows (``_output_product``'s).
 
         The state is what changes at each step (``recurrent_state``); the encoder's
         outputs (attention memory, keys, mask), the same at every step and for every
         beam of a sentence, are the memory: beam search does not reorder them.
         """
-        # Transposed once per search, not per step: a matmul with the transpose inside
-        # the loop was measured 1.6x slower at 64 rows and 4.8x at 5 rows (a beam).
-        output_kernel = ops.transpose(self.target_embedding.embeddings)
+        output_product = self._output_product(rows)
         encoded = self.encode(source_ids, training=False)
         state = {k: encoded[k] for k in self.recurrent_state}
         memory = {k: v for k, v in encoded.items() if k not in state}
 
         def step(tokens, state, memory):
             logits, new_state, attention = self.decode_step(tokens, {**memory, **state},
-                                                            output_kernel)
+                                                            output_product)
             return logits, {k: new_state[k] for k in self.recurrent_state}, attention
 
         return step, state, memory
 
     def _compiled_search(self, search, max_length, return_attention, rules=None,
-                         prefixed=False):
+                         prefixed=False, one_sentence=False):
         """The compiled ``search.run`` (a ``zoo.decoding`` search value): source ids, then
         the search's ``feeds`` (a sampling's temperature and seed: a new one compiles
         nothing), then, when ``prefixed``, the prefix ids ``[B, P]``; with the ``rules``
-        (``arguments.check_output_rules``' dict) compiled in."""
+        (``arguments.check_output_rules``' dict) compiled in; ``one_sentence``: for
+        source ids ``[1, S]`` only (a graph of its own, that knows it: the loop's shapes
+        static, ``_output_product``'s one row)."""
         search, rules = search.compiled(), dict(rules or {})
         feed_count = len(search.fed)
 
@@ -389,8 +413,8 @@ class Seq2Seq(PresetModel):
             return search.run(self, source_ids, feeds, max_length, return_attention, with_prefix)
 
         key = ("search", search, max_length, return_attention, tuple(sorted(rules.items())),
-               prefixed)
-        return zoo_backend.model_function(self, key, run)
+               prefixed, one_sentence)
+        return zoo_backend.model_function(self, key, run, one_row=one_sentence)
 
     def _decode(self, texts, search, max_length, batch_size, return_attention=False,
                 rules=None, prefixes=None):
@@ -406,8 +430,12 @@ class Seq2Seq(PresetModel):
         preprocessor = self.require_preprocessor()
         texts = [preprocessor.accepted_source(text, position) for position, text in enumerate(texts)]
         search = search.for_call()
-        compiled = self._compiled_search(search, max_length or self.max_output_length,
-                                         return_attention, rules, prefixes is not None)
+
+        def compiled(one_sentence):
+            return self._compiled_search(search, max_length or self.max_output_length,
+                                         return_attention, rules, prefixes is not None,
+                                         one_sentence)
+
         # Similar lengths together: less padding, and the batch stops sooner.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch_size):
@@ -416,7 +444,7 @@ class Seq2Seq(PresetModel):
             inputs = [_pad_for_compilation(source_ids), *search.feeds(np.asarray(chunk, np.int32))]
             if prefixes is not None:
                 inputs.append(_pad_for_compilation(pad_batch([prefixes[i] for i in chunk])))
-            tokens, *scores, attention = compiled(*inputs)
+            tokens, *scores, attention = compiled(len(chunk) == 1)(*inputs)
             if attention is not None:
                 attention = attention[..., : source_ids.shape[1]]
             for row, index in enumerate(chunk):
@@ -752,13 +780,13 @@ class AttentionSeq2Seq(Seq2Seq):
                                             [encoded["decoder"]], cell_input)
         return encoder, [decoder]
 
-    def decode_step(self, tokens, state, output_kernel=None, reweight=None):
+    def decode_step(self, tokens, state, output_product=None, reweight=None):
         """``reweight``: replaces the attention weights before the context is formed
         from them (``BahdanauAttention``; ``zoo.experiments.attributions``)."""
         embedded = self.target_embedding(tokens)
         decoder_state, context, weights = self._cell_step(embedded, state, reweight=reweight)
         logits = self.logits(ops.concatenate([decoder_state, context, embedded], axis=-1),
-                             output_kernel=output_kernel)
+                             output_product=output_product)
         return logits, {**state, "decoder": decoder_state}, weights
 
     def decode_teacher_forced(self, target_input_ids, state, training=False,
@@ -832,10 +860,11 @@ class BottleneckSeq2Seq(Seq2Seq):
                 [inspection.layer_steps(self.decoder, self.target_embedding(target_input_ids),
                                         [encoded["h"], encoded["c"]])])
 
-    def decode_step(self, tokens, state, output_kernel=None):
+    def decode_step(self, tokens, state, output_product=None):
         embedded = self.target_embedding(tokens)
         h, (_, c) = self.decoder.cell(embedded, [state["h"], state["c"]])
-        logits = self.logits(ops.concatenate([h, embedded], axis=-1), output_kernel=output_kernel)
+        logits = self.logits(ops.concatenate([h, embedded], axis=-1),
+                             output_product=output_product)
         return logits, {"h": h, "c": c}, None
 
     def decode_teacher_forced(self, target_input_ids, state, training=False,
