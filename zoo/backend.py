@@ -72,10 +72,11 @@ def compile_function(function, variables=(), one_row=False):
     reads (a model's ``variables``): every call sees their current values.
 
     TensorFlow traces one graph, on the first call, for every shape of arguments of
-    those ranks (``one_row``: its first argument's first dimension fixed at 1, so
-    that the graph knows it: a search over one sentence). JAX compiles once per shape (``jax.jit``; callers keep the number of
-    shapes small), with the variables' values as inputs, not as constants frozen at
-    the first call. PyTorch runs eagerly, without gradients.
+    those ranks (``one_row``: its first argument's first dimension fixed at 1, so that
+    the graph knows it: a search over one sentence). JAX compiles once per shape
+    (``jax.jit``; callers keep the number of shapes small), with the variables' values
+    as inputs, not as constants frozen at the first call. PyTorch runs eagerly, without
+    gradients.
     """
     import keras
 

@@ -1,22 +1,23 @@
 """Which layout the recurrent layers' inference loop runs in, chosen by measuring here.
 
-``sequence_kernels.run_inference`` has layouts (``inference_in_layout``) that compute the
-same numbers: ``FeatureMajor`` (states ``[units, batch]``, each step's input projection inside the loop)
-and ``BatchMajor`` (states ``[batch, units]``, every step's projection done first as one
-product), and ``BatchMajorInBlocks``, batch-major with the recurrent product split into
-column blocks that TensorFlow's threads run side by side (where the weight makes more than
-one block). Which is faster depends on the CPU, its threads and the batch: on an AMD EPYC
-(one thread), an LSTM of 256 units over 256 inputs ran batch 1 in 3.3 ms batch-major against
-5.6 ms feature-major, and batch 64 in 101 against 74 ms; on two threads an LSTM of 512
-units ran batch 1 in 15.7 ms batch-major and 11.1 in blocks. So none is a default: the
-first time a (kind, features, units, dtype) is met, all are timed on random inputs at
-``MEASURED_BATCHES``; the batch-major variant is the one faster at the smallest batch, and
-the smallest batch from which feature-major beats it is where feature-major is used. A
-batch between two measured ones takes the choice of the nearest one below it.
+``sequence_kernels.run_inference`` has layouts (``inference_in_layout``) that compute
+the same numbers: ``FeatureMajor`` (states ``[units, batch]``, each step's input
+projection inside the loop) and ``BatchMajor`` (states ``[batch, units]``, every step's
+projection done first as one product), and ``BatchMajorInBlocks``, batch-major with the
+recurrent product split into column blocks that TensorFlow's threads run side by side
+(where the weight makes more than one block). Which is faster depends on the CPU, its
+threads and the batch: on an AMD EPYC (one thread), an LSTM of 256 units over 256 inputs
+ran batch 1 in 3.3 ms batch-major against 5.6 ms feature-major, and batch 64 in 101
+against 74 ms; on two threads an LSTM of 512 units ran batch 1 in 15.7 ms batch-major
+and 11.1 in blocks. So none is a default: the first time a (kind, features, units,
+dtype) is met, all are timed on random inputs at ``MEASURED_BATCHES``; the batch-major
+variant is the one faster at the smallest batch, and the smallest batch from which
+feature-major beats it is where feature-major is used. A batch between two measured ones
+takes the choice of the nearest one below it.
 
 The rule (``decide``), so that one measurement on a busy machine is not kept for good:
 
-- At each batch the two layouts alternate for ``MEASURED_ROUNDS`` rounds, every other
+- At each batch the layouts alternate for ``MEASURED_ROUNDS`` rounds, every other
   round in the reverse order (``timing.alternate_rounds``); a round's ratio is
   batch-major's time over feature-major's (feature-major's speed-up), and the batch's
   figure is the median of the rounds' ratios with its 95% bootstrap interval
@@ -30,20 +31,20 @@ The rule (``decide``), so that one measurement on a busy machine is not kept for
 - A batch is decided when its interval lies wholly above 1 (feature-major faster) or
   wholly below 1 (batch-major faster), or wholly within ``EQUIVALENT_WITHIN`` of 1 (the
   two within 5% of each other: either is fine, and which one does not matter).
-- Only a measurement decided at every batch (and on the variant) is kept: in memory and in a JSON file in the
-  user's cache folder (``cache_path``), under a key naming this machine (CPU model and
-  flags, usable cores, TensorFlow version and thread settings), with each batch's ratio
-  and interval, so that a machine measures each shape once. An undecided one is used by
-  this process only (the medians' crossover, the best guess at hand) and leaves the file
-  without the shape, so the next process measures again. Entries of an older rule (a
-  bare number) are measured again too.
+- Only a measurement decided at every batch (and on the variant) is kept: in memory and
+  in a JSON file in the user's cache folder (``cache_path``), under a key naming this
+  machine (CPU model and flags, usable cores, TensorFlow version and thread settings),
+  with each batch's ratio and interval, so that a machine measures each shape once. An
+  undecided one is used by this process only (the medians' crossover, the best guess at
+  hand) and leaves the file without the shape, so the next process measures again.
+  Entries of an older rule (a bare number, a choice without the variant) are measured
+  again too.
 
 ``zoo benchmark layers --remeasure`` measures the benchmark's shapes again and replaces
 their entries (``choose``). ``ZOO_RNN_LAYOUT=feature_major``, ``batch_major`` or
 ``batch_major_in_blocks`` fixes the layout instead (they agree to float32 rounding, not
-bit for bit); ``measure`` is the
-default. ``ZOO_RNN_LAYOUT_CACHE`` names another file for the choices (the tests point it
-at a folder of their own).
+bit for bit); ``measure`` is the default. ``ZOO_RNN_LAYOUT_CACHE`` names another file for
+the choices (the tests point it at a folder of their own).
 
 This module only decides and keeps; ``sequence_kernels`` hands it the layouts' calls
 to time (``layout_calls``), so the import goes one way.

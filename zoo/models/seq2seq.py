@@ -210,7 +210,8 @@ class Seq2Seq(PresetModel):
         """
         hidden = self.dropout(self.output_projection(features), training=training)
         if output_product is None:
-            return ops.matmul(hidden, ops.transpose(self.target_embedding.embeddings)) + self.output_bias
+            transposed = ops.transpose(self.target_embedding.embeddings)
+            return ops.matmul(hidden, transposed) + self.output_bias
         return output_product(hidden) + self.output_bias
 
     def _output_product(self, rows):
