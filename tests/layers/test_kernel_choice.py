@@ -202,6 +202,14 @@ def test_measuring_alternates_both_layouts_round_by_round_at_every_batch(measuri
 def test_the_two_layouts_measured_compute_the_same_numbers():
     calls = sequence_kernels.layout_calls("lstm", 2, 3, "float32", batch=4, steps=5)
     assert sorted(calls) == ["batch_major", "feature_major"]  # a weight too small to split
+
+
+@pytest.mark.parametrize("block_bytes, measured", [(144 // 2, False), (144 // 3, True)])
+def test_blocks_are_measured_from_three_blocks(block_bytes, measured, monkeypatch):
+    """An LSTM of 3 units: its 144-byte weight in 2 blocks is not worth measuring, in 3 it is."""
+    monkeypatch.setattr(sequence_kernels, "BLOCK_BYTES", block_bytes)
+    calls = sequence_kernels.layout_calls("lstm", 2, 3, "float32", batch=4, steps=5)
+    assert ("batch_major_in_blocks" in calls) == measured
     feature_major, batch_major = calls["feature_major"](), calls["batch_major"]()
     np.testing.assert_allclose(feature_major[0], batch_major[0], atol=1e-6)
     assert feature_major[0].shape == (5, 4, 3)
@@ -209,12 +217,12 @@ def test_the_two_layouts_measured_compute_the_same_numbers():
 
 @pytest.mark.parametrize("kind", ["lstm", "gru_reset_after", "gru_reset_before", "simple_rnn"])
 def test_blocks_compute_the_same_numbers_as_one_product(kind, monkeypatch):
-    """A weight of 3 units' gates split into column blocks of at most 20 bytes (the
+    """A weight of 3 units' gates split into column blocks of at most 10 bytes (the
     reset-before GRU's two products each split on their own)."""
-    monkeypatch.setattr(sequence_kernels, "BLOCK_BYTES", 20)
+    monkeypatch.setattr(sequence_kernels, "BLOCK_BYTES", 10)
     columns = sequence_kernels.KERNELS[kind].gates * 3
     split = sequence_kernels.BatchMajorInBlocks.prepare(np.ones((3, columns), "float32"))
-    assert len(split) == -(-3 * columns * 4 // 20)
+    assert len(split) == min(columns, -(-3 * columns * 4 // 10))
     assert sum(block.shape[-1] for block in split) == columns
     calls = sequence_kernels.layout_calls(kind, 2, 3, "float32", batch=2, steps=5)
     outputs = {name: call()[0] for name, call in calls.items()}

@@ -5,15 +5,15 @@ the same numbers: ``FeatureMajor`` (states ``[units, batch]``, each step's input
 projection inside the loop) and ``BatchMajor`` (states ``[batch, units]``, every step's
 projection done first as one product), and ``BatchMajorInBlocks``, batch-major with the
 recurrent product split into column blocks that TensorFlow's threads run side by side
-(where the weight makes more than one block). Which is faster depends on the CPU, its
-threads and the batch: on an AMD EPYC (one thread), an LSTM of 256 units over 256 inputs
-ran batch 1 in 3.3 ms batch-major against 5.6 ms feature-major, and batch 64 in 101
-against 74 ms; on two threads an LSTM of 512 units ran batch 1 in 15.7 ms batch-major
-and 11.1 in blocks. So none is a default: the first time a (kind, features, units,
-dtype) is met, all are timed on random inputs at ``MEASURED_BATCHES``; the batch-major
-variant is the one faster at the smallest batch, and the smallest batch from which
-feature-major beats it is where feature-major is used. A batch between two measured ones
-takes the choice of the nearest one below it.
+(where the weight makes at least ``sequence_kernels.MEASURED_FROM_BLOCKS``). Which is
+faster depends on the CPU, its threads and the batch: on an AMD EPYC (one thread), an
+LSTM of 256 units over 256 inputs ran batch 1 in 3.3 ms batch-major against 5.6 ms
+feature-major, and batch 64 in 101 against 74 ms; on two threads an LSTM of 512 units
+ran batch 1 in 15.7 ms batch-major and 11.1 in blocks. So none is a default: the first
+time a (kind, features, units, dtype) is met, all are timed on random inputs at
+``MEASURED_BATCHES``; the batch-major variant is the one faster at the smallest batch,
+and the smallest batch from which feature-major beats it is where feature-major is used.
+A batch between two measured ones takes the choice of the nearest one below it.
 
 The rule (``decide``), so that one measurement on a busy machine is not kept for good:
 

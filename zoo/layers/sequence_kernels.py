@@ -76,6 +76,11 @@ class BatchMajorInBlocks(BatchMajor):
 
 
 BLOCK_BYTES = 512 * 1024  # well inside a core's L2 cache on current x86 CPUs (1-2 MiB)
+# Blocks are measured (``layout_calls``) only for a weight of at least this many: two
+# blocks (the translators' GRU of 256 units) measured 0.95-1.12x batch-major on two
+# threads, inside the noise, and an undecided measurement is repeated by every new
+# process; 6 to 8 blocks (512 units) measured 1.7-1.9x.
+MEASURED_FROM_BLOCKS = 3
 
 
 def column_blocks(rows, columns, itemsize):
@@ -443,8 +448,8 @@ def run_inference(kind, sequences, input_kernel, input_bias, recurrent_kernel,
 def layout_calls(kind, features, units, dtype, batch, steps):
     """``inference_in_layout`` in each layout (``{layout name: call}``), compiled, on
     random inputs and weights of these shapes: what ``kernel_choice.measure`` times.
-    ``batch_major_in_blocks`` only where its recurrent weight makes more than one block
-    (else it is ``batch_major``)."""
+    ``batch_major_in_blocks`` only where its recurrent weight makes at least
+    ``MEASURED_FROM_BLOCKS`` blocks."""
     cell = KERNELS[kind]
     rng = np.random.default_rng(0)
 
@@ -456,8 +461,9 @@ def layout_calls(kind, features, units, dtype, batch, steps):
     recurrent_bias = weights(cell.gates * units) if kind == "gru_reset_after" else None
     sequences = weights(steps, batch, features)
     states = [tf.zeros([batch, units], dtype)] * cell.states
+    blocks = column_blocks(units, cell.gates * units, np.dtype(dtype).itemsize)
     names = [name for name in kernel_choice.LAYOUTS if name != "batch_major_in_blocks"
-             or column_blocks(units, cell.gates * units, np.dtype(dtype).itemsize) > 1]
+             or blocks >= MEASURED_FROM_BLOCKS]
     return {name: tf.function(functools.partial(
                 inference_in_layout, LAYOUT_CLASSES[name], kind, sequences, input_kernel, None,
                 recurrent_kernel, recurrent_bias, states))
