@@ -16,6 +16,8 @@ pipeline and vocabularies, saved as preset assets) on either side.
 """
 
 
+import functools
+
 import keras
 import numpy as np
 from keras import ops
@@ -432,6 +434,7 @@ class Seq2Seq(PresetModel):
         texts = [preprocessor.accepted_source(text, position) for position, text in enumerate(texts)]
         search = search.for_call()
 
+        @functools.cache  # looked up once per call, not once per chunk
         def compiled(one_sentence):
             return self._compiled_search(search, max_length or self.max_output_length,
                                          return_attention, rules, prefixes is not None,
