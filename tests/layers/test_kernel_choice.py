@@ -153,7 +153,7 @@ def test_a_decided_measurement_is_kept_and_read_by_the_next_process(measuring):
 
 
 def test_an_undecided_measurement_is_used_but_not_kept(measuring):
-    assert _choose(BUSY) == (None, 1)
+    assert _choose(BUSY) == (None, 3)  # measured, then its undecided batch twice more
     assert _choose(QUIET) == (None, 0)  # this process keeps its choice
     assert json.loads(measuring.read_text() if measuring.exists() else "{}") == {}
     kernel_choice._CHOSEN.clear()  # the next process measures again, and keeps a clear one
@@ -188,6 +188,29 @@ def test_choosing_again_replaces_the_entry_or_removes_it_when_undecided(measurin
     assert kernel_choice._CHOSEN["lstm/2x3/float32"] == _choice(16)
     assert sorted(json.loads(measuring.read_text())[kernel_choice.machine_key()]) == [
         "gru_reset_after/2x3/float32", "lstm/2x3/float32"]
+
+
+def test_an_undecided_batch_alone_is_measured_again_and_decided_on_all_its_rounds(measuring):
+    # batch 64's first rounds reach below 1; nine more, clearly feature-major's, decide it
+    first = {**QUIET, 64: _samples((64, 74.0, [0.95, 1.4, 1.3, 1.5, 0.9, 1.3, 1.35, 1.2, 1.0]))[64]}
+    assert kernel_choice.decide(first)["batches"][64]["verdict"] is None
+    again = _samples((64, 74.0, [1.36, 1.3, 1.4, 1.35, 1.38, 1.33, 1.36, 1.37, 1.34]))
+    with mock.patch.object(kernel_choice, "measure", side_effect=[first, again]) as measure:
+        decision = kernel_choice.choose("lstm", 2, 3, "float32", sequence_kernels.layout_calls)
+    assert measure.call_args_list[1].kwargs["batches"] == (64,)
+    assert decision["kept"] and decision["feature_major_from"] == 16
+    assert decision["batches"][64]["verdict"] == "feature_major"
+    assert decision["batches"][64]["ratio"] == pytest.approx(1.345)  # the median of 18 rounds
+    assert decision["batches"][16] == kernel_choice.decide(QUIET)["batches"][16]
+    kept = json.loads(measuring.read_text())[kernel_choice.machine_key()]["lstm/2x3/float32"]
+    assert kept["feature_major_from"] == 16
+
+
+def test_undecided_blocks_are_measured_again_at_the_smallest_batch():
+    decision = kernel_choice.decide(_with_blocks(QUIET, [0.6, 1.5] * 4 + [0.9]))
+    assert kernel_choice.undecided_batches(decision) == (1,)
+    assert kernel_choice.undecided_batches(kernel_choice.decide(BUSY)) == (64,)
+    assert kernel_choice.undecided_batches(kernel_choice.decide(QUIET)) == ()
 
 
 def test_measuring_alternates_both_layouts_round_by_round_at_every_batch(measuring):
@@ -276,6 +299,7 @@ def test_a_layer_first_met_while_a_graph_is_traced_is_measured_outside_it(measur
                                                                          monkeypatch):
     import tensorflow as tf
 
+    monkeypatch.setattr(kernel_choice, "EQUIVALENT_WITHIN", float("inf"))  # decided at once
     measured, measure = [], _measuring_briefly(monkeypatch)
     monkeypatch.setattr(kernel_choice, "measure",
                         lambda *args, **kwargs: measured.append(measure(*args, **kwargs))
