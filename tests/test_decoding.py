@@ -10,6 +10,8 @@ import pytest
 import tensorflow as tf
 
 from zoo import decoding
+from zoo.decoding import beam
+from zoo.decoding.constraints import NEG_INF
 from zoo.text.vocabulary import END_ID, PAD_ID, START_ID
 
 A, B, C = 4, 5, 6
@@ -234,6 +236,39 @@ def test_coverage_penalty_values():
                                [0.2 * np.log(0.5)], rtol=1e-6)
 
 
+@hypothesis.settings(max_examples=40, deadline=None)
+@hypothesis.given(seed=hypothesis.strategies.integers(0, 2**16),
+                  rows=hypothesis.strategies.integers(1, 3),
+                  width=hypothesis.strategies.integers(1, 3000),
+                  k=hypothesis.strategies.integers(1, 3),
+                  levels=hypothesis.strategies.sampled_from([2, 5, 1000]))
+@hypothesis.example(seed=1, rows=2, width=2999, k=2, levels=5)  # chunked: 47 chunks, 2 chosen
+@hypothesis.example(seed=2, rows=1, width=1100, k=1, levels=2)  # chunked: all -inf and NEG_INF
+def test_top_k_by_chunks_is_top_k_ties_and_all(seed, rows, width, k, levels):
+    """The same values and indices as tf.math.top_k (equal values: the lower index first),
+    over widths below and above the chunked form's least, with few distinct values (many
+    ties), NEG_INF and -inf among them."""
+    rng = np.random.default_rng(seed)
+    choices = np.concatenate([rng.normal(size=levels - 2), [NEG_INF, -np.inf]])
+    values = tf.constant(rng.choice(choices, size=(rows, width)), tf.float32)
+    k = min(k, width)
+    expected = tf.math.top_k(values, k)
+    found = beam.top_k_by_chunks(values, k)
+    np.testing.assert_array_equal(found[0], expected[0])
+    np.testing.assert_array_equal(found[1], expected[1])
+
+
+def test_top_k_by_chunks_puts_equal_values_in_index_order_across_chunks():
+    """A tie between a chunk's second value and a later-ranked chunk's maximum: the lower
+    index first, as tf.math.top_k (the chosen chunks are gathered in index order)."""
+    chunk = beam.TOP_K_CHUNK
+    values = np.full((1, 32 * chunk), -5.0, np.float32)
+    values[0, [5 * chunk, 5 * chunk + 1, 2 * chunk]] = [3.0, 1.0, 1.0]
+    found_values, found_indices = beam.top_k_by_chunks(tf.constant(values), 2)
+    assert found_values.numpy().tolist() == [[3.0, 1.0]]
+    assert found_indices.numpy().tolist() == [[5 * chunk, 2 * chunk]]
+
+
 # -- n-best ----------------------------------------------------------------------------
 
 # Three ways to end, each with a probability known in advance:
@@ -400,6 +435,40 @@ def test_repeated_ngrams_agree_with_a_count_by_hand_for_an_int_or_a_tensor_n(row
     for size in (n, tf.constant(n)):
         banned = decoding.repeated_ngram_tokens(history, tf.constant(t), size, VOCAB).numpy()
         assert [np.flatnonzero(row).tolist() for row in banned] == expected
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(rows=hypothesis.strategies.lists(
+                      hypothesis.strategies.lists(hypothesis.strategies.sampled_from([A, B, C]),
+                                                  min_size=7, max_size=7), min_size=2, max_size=4),
+                  t=hypothesis.strategies.integers(0, 7), n=hypothesis.strategies.integers(0, 4),
+                  least=hypothesis.strategies.one_of(hypothesis.strategies.none(),
+                                                     hypothesis.strategies.integers(0, 8)),
+                  most=hypothesis.strategies.one_of(hypothesis.strategies.none(),
+                                                    hypothesis.strategies.integers(0, 8)),
+                  prefixed=hypothesis.strategies.booleans(),
+                  rows_per_sentence=hypothesis.strategies.sampled_from([1, 2]))
+def test_rules_written_in_place_equal_the_masked_rules(rows, t, n, least, most, prefixed,
+                                                       rows_per_sentence):
+    """A Python int n bans its tokens (and the least length its [END]) by writing them
+    into the scores on TensorFlow; a tensor n (an export's) masks: the same scores."""
+    rows = rows[: len(rows) // rows_per_sentence * rows_per_sentence]
+    sentences = len(rows) // rows_per_sentence
+    scores = tf.constant(np.random.default_rng(t).normal(size=(len(rows), VOCAB)), tf.float32)
+
+    def per_sentence(value):
+        return None if value is None else tf.fill([sentences], value)
+
+    prefix = tf.constant([[B, PAD_ID]] * sentences) if prefixed else None
+    applied = []
+    for size in (n, tf.constant(n)):
+        rules = decoding.OutputRules(size, per_sentence(least), per_sentence(most), prefix)
+        applied.append(rules.apply(tf.constant(t), scores, tf.constant(rows), rules.initial(),
+                                   IDS, rows_per_sentence).numpy())
+    np.testing.assert_array_equal(*applied)
+    if n and not prefixed and least is None and most is None:  # the n-gram rule alone
+        banned = [sorted(_banned_by_hand(row, t, n)) for row in rows]
+        assert [np.flatnonzero(row == NEG_INF).tolist() for row in applied[0]] == banned
 
 
 def _ngrams(tokens, n):

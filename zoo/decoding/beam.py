@@ -91,7 +91,8 @@ class Beam:
             log_probs = self.rules.apply(t, log_probs, produced, search, self.special_ids, k)
         candidates = ops.expand_dims(search["alive_scores"], -1) + ops.reshape(
             log_probs, (batch_size, k, vocab_size))
-        scores, flat_index = ops.top_k(ops.reshape(candidates, (batch_size, -1)), doubled)
+        scores, flat_index = top_k_by_chunks(ops.reshape(candidates, (batch_size, k * vocab_size)),
+                                             doubled)
         flat_index = ops.cast(flat_index, "int32")
         parent = ops.floor_divide(flat_index, vocab_size)  # [B, 2K]
         token = ops.mod(flat_index, vocab_size)
@@ -183,6 +184,29 @@ def _nth_best_settled(finished_scores, alive_scores, longest_penalty, num_hypoth
     nth_finished = ops.top_k(finished_scores, num_hypotheses)[0][:, -1]
     best_possible = ops.max(alive_scores, axis=-1) / longest_penalty
     return nth_finished >= best_possible
+
+
+TOP_K_CHUNK = 64  # candidates per chunk in top_k_by_chunks
+
+
+def top_k_by_chunks(values, k):
+    """``ops.top_k(values [B, W], k)``, the same values and indices (equal values: the
+    lower index first), found among the k chunks of ``TOP_K_CHUNK`` with the highest
+    maxima: an element of the top k lies in one of those (else k chunks would each hold
+    one ahead of it). On TensorFlow where ``W`` is known and at least 16 chunks per
+    chosen one: its ``TopKV2`` took 2.4 ms over a beam step's ``[64, 5 x 4519]``, this
+    0.6 (a maximum per chunk is one vectorised pass). Elsewhere ``ops.top_k``."""
+    width, chunk = values.shape[-1], TOP_K_CHUNK
+    if not backend.is_tensorflow() or width is None or width < 16 * chunk * k:
+        return ops.top_k(values, k)
+    chunks = -(-width // chunk)
+    padded = ops.pad(values, [[0, 0], [0, chunks * chunk - width]],
+                     constant_values=float("-inf"))
+    grouped = ops.reshape(padded, (-1, chunks, chunk))
+    best_chunks = ops.sort(ops.top_k(ops.max(grouped, axis=-1), k)[1], axis=-1)  # by index
+    picked = ops.reshape(_pick(grouped, best_chunks), (-1, k * chunk))
+    top_values, within = ops.top_k(picked, k)
+    return top_values, _pick(best_chunks, within // chunk) * chunk + within % chunk
 
 
 def _pick(tensor, positions):
