@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import zoo.layers
-from zoo.layers import kernel_choice, sequence_kernels
+from zoo.layers import blocks, kernel_choice, sequence_kernels
 
 pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow",
                                 reason="the fused loops are TensorFlow's")
@@ -230,7 +230,7 @@ def test_the_two_layouts_measured_compute_the_same_numbers():
 @pytest.mark.parametrize("block_bytes, measured", [(144 // 2, False), (144 // 3, True)])
 def test_blocks_are_measured_from_three_blocks(block_bytes, measured, monkeypatch):
     """An LSTM of 3 units: its 144-byte weight in 2 blocks is not worth measuring, in 3 it is."""
-    monkeypatch.setattr(sequence_kernels, "BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", block_bytes)
     calls = sequence_kernels.layout_calls("lstm", 2, 3, "float32", batch=4, steps=5)
     assert ("batch_major_in_blocks" in calls) == measured
     feature_major, batch_major = calls["feature_major"](), calls["batch_major"]()
@@ -242,7 +242,7 @@ def test_blocks_are_measured_from_three_blocks(block_bytes, measured, monkeypatc
 def test_blocks_compute_the_same_numbers_as_one_product(kind, monkeypatch):
     """A weight of 3 units' gates split into column blocks of at most 10 bytes (the
     reset-before GRU's two products each split on their own)."""
-    monkeypatch.setattr(sequence_kernels, "BLOCK_BYTES", 10)
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 10)
     columns = sequence_kernels.KERNELS[kind].gates * 3
     split = sequence_kernels.BatchMajorInBlocks.prepare(np.ones((3, columns), "float32"))
     assert len(split) == min(columns, -(-3 * columns * 4 // 10))
@@ -256,10 +256,10 @@ def test_blocks_compute_the_same_numbers_as_one_product(kind, monkeypatch):
 
 def test_a_weight_is_split_into_the_fewest_blocks_within_the_limit():
     # an LSTM of 512 units in float32: 4 MiB, 8 blocks of 512 KiB
-    assert sequence_kernels.column_blocks(512, 2048, 4) == 8
-    assert sequence_kernels.column_blocks(256, 768, 4) == 2  # 768 KiB
-    assert sequence_kernels.column_blocks(64, 256, 4) == 1
-    assert sequence_kernels.column_blocks(1_000_000, 3, 4) == 3  # one block a column at most
+    assert blocks.blocks_for(512, 2048, 4) == 8
+    assert blocks.blocks_for(256, 768, 4) == 2  # 768 KiB
+    assert blocks.blocks_for(64, 256, 4) == 1
+    assert blocks.blocks_for(1_000_000, 3, 4) == 3  # one block a column at most
 
 
 def _measuring_briefly(monkeypatch):
@@ -332,7 +332,7 @@ def test_an_open_batch_runs_the_layout_of_each_batch_size(name, in_blocks, measu
     or in blocks of at most 40 bytes, as chosen)."""
     import tensorflow as tf
 
-    monkeypatch.setattr(sequence_kernels, "BLOCK_BYTES", 40)
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 40)
 
     ours, theirs = getattr(zoo.layers, name)(3), getattr(keras.layers, name)(3)
     ours(np.zeros((1, 2, 2), "float32"))

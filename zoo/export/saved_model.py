@@ -36,6 +36,7 @@ import tensorflow as tf
 
 from zoo.export import model_kind
 from zoo.export.graph import without_cudnn
+from zoo.layers import blocks
 from zoo.text.preprocessor import checked_texts, lookup_table
 from zoo.decoding import searches
 from zoo.decoding.arguments import MAX_BEAM_SIZE, MAX_GENERATION_LENGTH
@@ -236,7 +237,7 @@ def export_saved_model(model, directory, name, search=None):
     if search is not None and kind != "translation":
         raise ValueError(f"search is a translator's; this model is of kind {kind}.")
     resources, endpoints = _ENDPOINTS[kind](model, search)
-    with without_cudnn(model):
+    with without_cudnn(model), blocks.whole_products():
         archive = keras.export.ExportArchive()
         archive.track(model)
         for resource in resources:

@@ -40,6 +40,7 @@ from zoo.decoding import searches
 from zoo.decoding.arguments import MAX_BEAM_SIZE
 from zoo.export import QUANTIZATIONS, TFLITE_FORMATS, model_kind
 from zoo.export.graph import without_cudnn
+from zoo.layers import blocks
 from zoo.text.codec import MAX_TEXT_LENGTH
 
 SIGNATURES = ("greedy", "beam")
@@ -133,9 +134,9 @@ _MODULES = {"translation": _translation_module, "language_model": _language_mode
 
 def convert(model, beam_size=5, quantize=None):
     """The .tflite flatbuffer (bytes) of a zoo model."""
-    with without_cudnn(model):
+    with (without_cudnn(model), blocks.whole_products(),
+          tempfile.TemporaryDirectory() as staging):
         module, signature_names = _MODULES[model_kind(model)](model, beam_size)
-    with tempfile.TemporaryDirectory() as staging:
         signatures = {name: getattr(module, name).get_concrete_function()
                       for name in signature_names}
         tf.saved_model.save(module, staging, signatures=signatures)

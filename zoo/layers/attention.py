@@ -20,6 +20,16 @@ import keras
 from keras import ops
 
 
+def weighted_sum(weights, memory):
+    """``weights [B, Q, S]`` times ``memory [B, S, D]``: ``[B, Q, D]``. One query of one
+    row (a decoder step of one sentence, its batch known) as a multiply and a sum:
+    TensorFlow's batched product split across two threads took 45-70 us there, the sum
+    17-24 us (one thread: 15-18 us both; at 64 rows the product is faster)."""
+    if weights.shape[0] == 1 and weights.shape[1] == 1:
+        return ops.sum(ops.reshape(weights, (1, -1, 1)) * memory, axis=1, keepdims=True)
+    return ops.matmul(weights, memory)
+
+
 class _MemoryAttention(keras.layers.Layer):
     """Shared masking, softmax and context; subclasses define keys and scores."""
 
@@ -65,7 +75,7 @@ class _MemoryAttention(keras.layers.Layer):
             weights = ops.expand_dims(reweight(ops.squeeze(weights, 1)), 1)
         elif reweight is not None:
             weights = reweight(weights)
-        context = ops.matmul(weights, memory)
+        context = weighted_sum(weights, memory)
         if single_step:
             context, weights = ops.squeeze(context, 1), ops.squeeze(weights, 1)
         return context, weights

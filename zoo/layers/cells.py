@@ -31,6 +31,9 @@ from keras import activations, constraints, initializers, ops, regularizers
 # steps, and keras.layers.RNN resets it between batches only for cells that have it.
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
+from zoo import backend as zoo_backend
+from zoo.layers import blocks
+
 
 def simple_rnn_gates(pre_activation, activation):
     """The vanilla RNN step, ``h_t = activation(x_t W + b + h_{t-1} U)``, from the
@@ -198,7 +201,10 @@ class _RecurrentCell(keras.layers.Layer, DropoutRNNCell):
         if training and 0.0 < self.dropout < 1.0:
             mask = self.get_dropout_mask(inputs)
             inputs = inputs * (mask if time_major else _dropout_mask_like(mask, inputs))
-        projected = ops.matmul(inputs, self.kernel)
+        if zoo_backend.is_tensorflow() and len(inputs.shape) == 2:
+            projected = blocks.row_product(inputs, ops.convert_to_tensor(self.kernel))
+        else:
+            projected = ops.matmul(inputs, self.kernel)
         if self.use_bias:
             projected = projected + self._input_bias()
         return projected

@@ -5,7 +5,7 @@ the same numbers: ``FeatureMajor`` (states ``[units, batch]``, each step's input
 projection inside the loop) and ``BatchMajor`` (states ``[batch, units]``, every step's
 projection done first as one product), and ``BatchMajorInBlocks``, batch-major with the
 recurrent product split into column blocks that TensorFlow's threads run side by side
-(where the weight makes at least ``sequence_kernels.MEASURED_FROM_BLOCKS``). Which is
+(where the weight makes at least ``blocks.FROM_BLOCKS``). Which is
 faster depends on the CPU, its threads and the batch: on an AMD EPYC (one thread), an
 LSTM of 256 units over 256 inputs ran batch 1 in 3.3 ms batch-major against 5.6 ms
 feature-major, and batch 64 in 101 against 74 ms; on two threads an LSTM of 512 units

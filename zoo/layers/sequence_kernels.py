@@ -24,7 +24,7 @@ import functools
 import numpy as np
 import tensorflow as tf
 
-from zoo.layers import cells, kernel_choice
+from zoo.layers import blocks, cells, kernel_choice
 
 
 class BatchMajor:
@@ -51,42 +51,22 @@ class BatchMajor:
 
 class BatchMajorInBlocks(BatchMajor):
     """``BatchMajor`` with the recurrent product ``h U`` split into column blocks of
-    ``U`` (each at most ``BLOCK_BYTES``), one product each, concatenated.
-
-    For a few rows (batch 1, a phone's or a served request's) the step's product is
-    bound by reading ``U`` from memory, and TensorFlow's oneDNN product ran it slower on
-    two threads than on one (an LSTM of 512 units, batch 1, on a 2-core AMD EPYC:
-    about 120 us a step against 80). A product whose operands fit in a core's L2
-    cache, oneDNN runs on one thread (TensorFlow's ``ExecuteSingleThreadedGemm``);
-    several such blocks TensorFlow's inter-op threads run side by side, each core
-    reading its own part of ``U`` (the same product in 8 blocks: 58 us). Whether it is
-    faster for a layer's shapes is measured (``kernel_choice``), not assumed.
+    ``U`` (each at most ``blocks.BLOCK_BYTES``), one product each, concatenated: at
+    batch 1 on two threads, TensorFlow's inter-op threads run the blocks side by side,
+    each on one thread (``zoo.layers.blocks`` says why). An LSTM of 512 units on a
+    2-core AMD EPYC: about 120 us a step whole, 58 us in 8 blocks. Whether it is faster
+    for a layer's shapes is measured (``kernel_choice``), not assumed.
     """
 
     @staticmethod
     def prepare(weight):
         columns = weight.shape[-1]
-        blocks = column_blocks(weight.shape[0], columns, tf.as_dtype(weight.dtype).size)
-        size, extra = divmod(columns, blocks)
-        return tf.split(weight, [size + (i < extra) for i in range(blocks)], axis=-1)
+        count = blocks.blocks_for(weight.shape[0], columns, tf.as_dtype(weight.dtype).size)
+        return tf.split(weight, blocks.block_sizes(columns, count), axis=-1)
 
     @staticmethod
-    def recurrent(state, blocks):
-        return tf.concat([tf.matmul(state, block) for block in blocks], axis=-1)
-
-
-BLOCK_BYTES = 512 * 1024  # well inside a core's L2 cache on current x86 CPUs (1-2 MiB)
-# Blocks are measured (``layout_calls``) only for a weight of at least this many: two
-# blocks (the translators' GRU of 256 units) measured 0.95-1.12x batch-major on two
-# threads, inside the noise, and an undecided measurement is repeated by every new
-# process; 6 to 8 blocks (512 units) measured 1.7-1.9x.
-MEASURED_FROM_BLOCKS = 3
-
-
-def column_blocks(rows, columns, itemsize):
-    """How many column blocks ``BatchMajorInBlocks`` splits a ``[rows, columns]``
-    weight into: as few as keep each within ``BLOCK_BYTES``."""
-    return min(columns, max(1, -(-rows * columns * itemsize // BLOCK_BYTES)))
+    def recurrent(state, weight_blocks):
+        return tf.concat([tf.matmul(state, block) for block in weight_blocks], axis=-1)
 
 
 class FeatureMajor:
@@ -449,7 +429,7 @@ def layout_calls(kind, features, units, dtype, batch, steps):
     """``inference_in_layout`` in each layout (``{layout name: call}``), compiled, on
     random inputs and weights of these shapes: what ``kernel_choice.measure`` times.
     ``batch_major_in_blocks`` only where its recurrent weight makes at least
-    ``MEASURED_FROM_BLOCKS`` blocks."""
+    ``blocks.FROM_BLOCKS`` blocks."""
     cell = KERNELS[kind]
     rng = np.random.default_rng(0)
 
@@ -461,9 +441,9 @@ def layout_calls(kind, features, units, dtype, batch, steps):
     recurrent_bias = weights(cell.gates * units) if kind == "gru_reset_after" else None
     sequences = weights(steps, batch, features)
     states = [tf.zeros([batch, units], dtype)] * cell.states
-    blocks = column_blocks(units, cell.gates * units, np.dtype(dtype).itemsize)
+    count = blocks.blocks_for(units, cell.gates * units, np.dtype(dtype).itemsize)
     names = [name for name in kernel_choice.LAYOUTS if name != "batch_major_in_blocks"
-             or blocks >= MEASURED_FROM_BLOCKS]
+             or count >= blocks.FROM_BLOCKS]
     return {name: tf.function(functools.partial(
                 inference_in_layout, LAYOUT_CLASSES[name], kind, sequences, input_kernel, None,
                 recurrent_kernel, recurrent_bias, states))
