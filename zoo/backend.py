@@ -39,6 +39,17 @@ def require_tensorflow(what):
         )
 
 
+def usable_cores():
+    """How many cores this process may run on: its CPU affinity where the system says
+    (Linux), else every core."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
 def use_one_thread_per_operation():
     """On TensorFlow, run each operation on one thread and independent operations side by
     side (its inter-op pool keeps one thread per core): what a process that translates

@@ -76,3 +76,14 @@ def test_the_weighted_sum_is_the_product(rows, queries, rng):
     found, _ = _products(attention.weighted_sum, weights, memory)
     np.testing.assert_allclose(found, tf.matmul(weights, memory).numpy(), rtol=1e-5, atol=1e-6)
     assert found.shape == (rows, queries, 5)
+
+
+def test_usable_cores_without_an_affinity_call(monkeypatch):
+    """macOS and Windows have no os.sched_getaffinity: every core counts there."""
+    import os
+
+    from zoo import backend
+
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    assert backend.usable_cores() == 6

@@ -12,7 +12,8 @@ a step, where the weight is read afresh each time.
 """
 
 import contextlib
-import os
+
+from zoo import backend as zoo_backend
 
 BLOCK_BYTES = 512 * 1024  # well inside a core's L2 cache on current x86 CPUs (1-2 MiB)
 # Two blocks (the translators' GRU of 256 units) measured 0.95-1.12x one product on two
@@ -38,7 +39,7 @@ def several_threads():
     import tensorflow as tf
 
     threads = tf.config.threading.get_intra_op_parallelism_threads()
-    return (threads or len(os.sched_getaffinity(0))) > 1
+    return (threads or zoo_backend.usable_cores()) > 1
 
 
 @contextlib.contextmanager

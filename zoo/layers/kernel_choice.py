@@ -62,6 +62,7 @@ import platform
 import tempfile
 from pathlib import Path
 
+from zoo import backend as zoo_backend
 from zoo.layers import timing
 
 LAYOUT_VARIABLE = "ZOO_RNN_LAYOUT"
@@ -239,7 +240,7 @@ def machine_key():
     import tensorflow as tf
 
     threads = tf.config.threading
-    parts = [platform.machine(), _cpu_description(), str(len(os.sched_getaffinity(0))),
+    parts = [platform.machine(), _cpu_description(), str(zoo_backend.usable_cores()),
              tf.__version__, str(threads.get_intra_op_parallelism_threads()),
              str(threads.get_inter_op_parallelism_threads())]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
