@@ -194,8 +194,9 @@ def top_k_by_chunks(values, k):
     lower index first), found among the k chunks of ``TOP_K_CHUNK`` with the highest
     maxima: an element of the top k lies in one of those (else k chunks would each hold
     one ahead of it). On TensorFlow where ``W`` is known and at least 16 chunks per
-    chosen one: its ``TopKV2`` took 2.4 ms over a beam step's ``[64, 5 x 4519]``, this
-    0.6 (a maximum per chunk is one vectorised pass). Elsewhere ``ops.top_k``."""
+    chosen one: its ``TopKV2`` took 2.0 ms a beam step over ``[64, 5 x 4519]`` (a
+    profile, two threads), this 0.5 (a maximum per chunk is one vectorised pass).
+    Elsewhere ``ops.top_k``."""
     width, chunk = values.shape[-1], TOP_K_CHUNK
     if not backend.is_tensorflow() or width is None or width < 16 * chunk * k:
         return ops.top_k(values, k)
