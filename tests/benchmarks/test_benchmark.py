@@ -183,8 +183,8 @@ def test_remeasuring_prints_each_batchs_ratio_and_replaces_the_kept_choice(monke
     noisy = layout_line(_layout_samples([0.5] * 5, [0.5, 2.0, 0.6, 1.8, 0.9]))
     # batch 4 measured twice more (the same five rounds each time): 15 rounds, still across 1
     assert noisy[1] == "lstm: batch   4: feature-major speed-up 0.90 (0.60-1.80): undecided"
-    assert noisy[2] == ("lstm: undecided (an interval across 1 and wider than 1.05x): used by "
-                        "this run only, measured again by the next one")
+    assert noisy[2] == ("lstm: undecided (at some batch the layout chosen may be more than "
+                        "1.05x slower): used by this run only, measured again by the next one")
     assert "at no batch size" in noisy[3]
     assert json.loads(path.read_text()) == {key: {}}
 

@@ -53,6 +53,31 @@ def test_a_batch_is_decided_by_where_its_interval_lies(interval, expected):
     assert kernel_choice.verdict(interval) == expected
 
 
+@pytest.mark.parametrize("interval, chosen, expected", [
+    ((0.88, 1.02), "batch_major", "batch_major (within 5%)"),  # feature-major 2% faster at most
+    ((0.88, 1.02), "feature_major", None),  # feature-major may be 12% slower
+    ((0.97, 1.3), "feature_major", "feature_major (within 5%)"),
+    ((0.97, 1.3), "batch_major", None),
+    ((0.9, 1.2), "batch_major", None),  # either way, the choice may cost more than 5%
+    ((1.01, 1.4), "batch_major", "feature_major"),  # wholly above 1 says which is faster
+])
+def test_a_batch_is_decided_where_the_layout_chosen_costs_at_most_5_percent(interval, chosen,
+                                                                            expected):
+    assert kernel_choice.verdict(interval, chosen=chosen) == expected
+
+
+def test_a_measurement_that_costs_at_most_5_percent_somewhere_is_kept():
+    # batch 16: feature-major's speed-up 0.97 (0.88-1.03): across 1, but at most 1.03 on
+    # feature-major's side, and the crossover gives batch 16 batch-major
+    close = _samples((16, 20.0, [0.93, 0.86, 1.03, 0.98, 1.02, 0.93, 1.04, 0.88, 0.97]))[16]
+    decision = kernel_choice.decide({**QUIET, 16: close})
+    low, high = decision["batches"][16]["interval_95"]
+    assert low < 1 < high <= kernel_choice.EQUIVALENT_WITHIN
+    assert decision["feature_major_from"] == 64
+    assert decision["batches"][16]["verdict"] == "batch_major (within 5%)"
+    assert decision["kept"]
+
+
 def test_a_verdict_names_the_two_sides_it_was_asked_about():
     assert kernel_choice.verdict((1.2, 1.3), "in_blocks", "whole") == "in_blocks"
     assert kernel_choice.verdict((0.7, 0.8), "in_blocks", "whole") == "whole"

@@ -165,9 +165,9 @@ def _print_layout_decision(kind, decision, printer):
     if decision["kept"]:
         printer(f"{kind}: decided at every batch: kept in {kernel_choice.cache_path()}")
     else:
-        printer(f"{kind}: undecided (an interval across 1 and wider than "
-                f"{kernel_choice.EQUIVALENT_WITHIN}x): used by this run only, measured "
-                "again by the next one")
+        printer(f"{kind}: undecided (at some batch the layout chosen may be more than "
+                f"{kernel_choice.EQUIVALENT_WITHIN}x slower): used by this run only, "
+                "measured again by the next one")
 
 
 def import_torch():

@@ -30,12 +30,18 @@ The rule (``decide``), so that one measurement on a busy machine is not kept for
   at every batch).
 - A batch is decided when its interval lies wholly above 1 (feature-major faster) or
   wholly below 1 (batch-major faster), or wholly within ``EQUIVALENT_WITHIN`` of 1 (the
-  two within 5% of each other: either is fine, and which one does not matter).
+  two within 5% of each other: either is fine, and which one does not matter), or where
+  the layout the crossover gives it is at worst 5% slower than the other (its interval
+  up to 1.05 for batch-major, from 1/1.05 for feature-major): on this 2-core AMD EPYC
+  the translators' encoder shape at batch 16 measured batch-major about 3-7% faster,
+  with intervals such as 0.88-1.02. Of 10 processes on a quiet machine, 1 kept the shape
+  without this margin and without measuring again, 5 with measuring again, 8 with both.
+  The variant alike: whole unless the blocks are wholly faster, decided when they are
+  at most 5% faster.
 - Where a first measurement leaves a batch (or the variant) undecided, that batch alone
   is measured for ``MEASURED_ROUNDS`` more rounds and decided on all of its rounds, up
-  to twice (``MEASURED_AGAIN``): on this 2-core AMD EPYC the translators' encoder shape
-  (a GRU of 256 units) came out undecided at one batch in about one process of three,
-  and the next process measured it again, 2-3 s before its first translation.
+  to twice (``MEASURED_AGAIN``): an undecided shape is measured again by the next
+  process, 2-4 s before its first translation.
 - Only a measurement decided at every batch (and on the variant) is kept: in memory and
   in a JSON file in the user's cache folder (``cache_path``), under a key naming this
   machine (CPU model and flags, usable cores, TensorFlow version and thread settings),
@@ -115,10 +121,11 @@ def layout_for_batch(choice, batch):
     return "batch_major_in_blocks" if choice["batch_major_in_blocks"] else "batch_major"
 
 
-def verdict(interval_95, faster="feature_major", slower="batch_major"):
+def verdict(interval_95, faster="feature_major", slower="batch_major", chosen=None):
     """What a 95% interval of a speed-up decides: ``faster`` (wholly above 1),
-    ``slower`` (wholly below), ``"either"`` (within ``EQUIVALENT_WITHIN`` both ways), or
-    None (undecided)."""
+    ``slower`` (wholly below), ``"either"`` (within ``EQUIVALENT_WITHIN`` both ways),
+    ``"<chosen> (within 5%)"`` (the side ``chosen`` is, at worst, that much slower than
+    the other), or None (undecided)."""
     low, high = interval_95
     if low > 1:
         return faster
@@ -126,6 +133,9 @@ def verdict(interval_95, faster="feature_major", slower="batch_major"):
         return slower
     if 1 / EQUIVALENT_WITHIN <= low and high <= EQUIVALENT_WITHIN:
         return "either"
+    if (chosen == faster and 1 / EQUIVALENT_WITHIN <= low
+            or chosen == slower and high <= EQUIVALENT_WITHIN):
+        return f"{chosen} (within {round((EQUIVALENT_WITHIN - 1) * 100)}%)"
     return None
 
 
@@ -141,15 +151,18 @@ def decide(samples):
         blocks = timing.paired_speed_ratio(smallest["batch_major_in_blocks"],
                                            smallest["batch_major"])
         blocks["verdict"] = verdict(blocks["interval_95"], "batch_major_in_blocks",
-                                    "batch_major")
+                                    "batch_major", chosen="batch_major")
     in_blocks = blocks is not None and blocks["verdict"] == "batch_major_in_blocks"
     batch_major = "batch_major_in_blocks" if in_blocks else "batch_major"
-    batches = {}
-    for batch, seconds in sorted(samples.items()):
-        speedup = timing.paired_speed_ratio(seconds["feature_major"], seconds[batch_major])
-        batches[batch] = {**speedup, "verdict": verdict(speedup["interval_95"],
-                                                        slower=batch_major)}
-    return {"feature_major_from": crossover({b: s["ratio"] for b, s in batches.items()}),
+    batches = {batch: timing.paired_speed_ratio(seconds["feature_major"], seconds[batch_major])
+               for batch, seconds in sorted(samples.items())}
+    threshold = crossover({b: s["ratio"] for b, s in batches.items()})
+    for batch, speedup in batches.items():
+        speedup["verdict"] = verdict(speedup["interval_95"], slower=batch_major,
+                                     chosen=layout_for_batch(
+                                         {"feature_major_from": threshold,
+                                          "batch_major_in_blocks": in_blocks}, batch))
+    return {"feature_major_from": threshold,
             "batch_major_in_blocks": in_blocks,
             "kept": (all(s["verdict"] is not None for s in batches.values())
                      and (blocks is None or blocks["verdict"] is not None)),
