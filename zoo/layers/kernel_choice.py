@@ -156,14 +156,12 @@ def decide(samples):
     batch_major = "batch_major_in_blocks" if in_blocks else "batch_major"
     batches = {batch: timing.paired_speed_ratio(seconds["feature_major"], seconds[batch_major])
                for batch, seconds in sorted(samples.items())}
-    threshold = crossover({b: s["ratio"] for b, s in batches.items()})
+    choice = {"feature_major_from": crossover({b: s["ratio"] for b, s in batches.items()}),
+              "batch_major_in_blocks": in_blocks}
     for batch, speedup in batches.items():
         speedup["verdict"] = verdict(speedup["interval_95"], slower=batch_major,
-                                     chosen=layout_for_batch(
-                                         {"feature_major_from": threshold,
-                                          "batch_major_in_blocks": in_blocks}, batch))
-    return {"feature_major_from": threshold,
-            "batch_major_in_blocks": in_blocks,
+                                     chosen=layout_for_batch(choice, batch))
+    return {**choice,
             "kept": (all(s["verdict"] is not None for s in batches.values())
                      and (blocks is None or blocks["verdict"] is not None)),
             "blocks": blocks,
