@@ -87,3 +87,17 @@ def test_usable_cores_without_an_affinity_call(monkeypatch):
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 6)
     assert backend.usable_cores() == 6
+
+
+def test_a_row_product_makes_at_most_one_block_a_row(monkeypatch, rng):
+    """A weight of 3 rows x 100 columns (1200 bytes) would make 19 blocks of 64 bytes; it is
+    split along its rows, so into 3, none empty."""
+    import tensorflow as tf
+
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(blocks, "several_threads", lambda: True)
+    weight = tf.constant(rng.normal(size=(3, 100)).astype("float32"))
+    row = tf.constant(rng.normal(size=(1, 3)).astype("float32"))
+    found, products = _products(blocks.row_product, row, weight)
+    assert products == 3
+    np.testing.assert_allclose(found, tf.matmul(row, weight).numpy(), rtol=1e-5, atol=1e-6)

@@ -63,7 +63,8 @@ def row_product(row, weight, transpose_weight=False):
     input's (their products summed)."""
     import tensorflow as tf
 
-    count = blocks_for(*weight.shape, tf.as_dtype(weight.dtype).size)
+    # split along rows: at most one block a row (blocks_for caps by columns)
+    count = min(blocks_for(*weight.shape, tf.as_dtype(weight.dtype).size), weight.shape[0])
     if _whole_products or row.shape[0] != 1 or count < FROM_BLOCKS or not several_threads():
         return tf.matmul(row, weight, transpose_b=transpose_weight)
     sizes = block_sizes(weight.shape[0], count)
