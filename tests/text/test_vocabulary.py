@@ -4,6 +4,7 @@
 """
 
 import numpy as np
+import pytest
 
 from zoo.text import Vocabulary
 from zoo.text.vocabulary import END_ID, OOV_ID, PAD_ID, START_ID, pad_batch
@@ -24,3 +25,10 @@ def test_vocabulary_build_encode_decode_save(tmp_path):
 def test_pad_batch():
     np.testing.assert_array_equal(pad_batch([[5, 6], [7], []]), [[5, 6], [7, 0], [0, 0]])
     assert pad_batch([[]]).shape == (1, 1)
+
+
+def test_pad_batch_to_a_shape():
+    np.testing.assert_array_equal(pad_batch([[5, 6], [7]], width=3, batch_size=3),
+                                  [[5, 6, 0], [7, 0, 0], [0, 0, 0]])
+    with pytest.raises(ValueError, match="A row of 2 ids does not fit a width of 1; pad_batch takes a width at least"):
+        pad_batch([[5, 6]], width=1)

@@ -74,10 +74,15 @@ class Vocabulary:
         return cls(tokens)
 
 
-def pad_batch(rows):
-    """Right-pad lists of ids with ``[PAD]`` into one int32 array (at least 1 column)."""
+def pad_batch(rows, width=None, batch_size=None):
+    """Right-pad lists of ids with ``[PAD]`` into one int32 array: ``width`` columns (by
+    default the longest row's, at least 1) and ``batch_size`` rows (by default one per
+    row; those past the rows given are all ``[PAD]``)."""
     longest = max([len(r) for r in rows] + [1])
-    padded = np.full((len(rows), longest), PAD_ID, np.int32)
+    if width is not None and width < longest:
+        raise ValueError(f"A row of {longest} ids does not fit a width of {width}; pad_batch "
+                         "takes a width at least the longest row's.")
+    padded = np.full((batch_size or len(rows), width or longest), PAD_ID, np.int32)
     for i, row in enumerate(rows):
         padded[i, : len(row)] = row
     return padded
