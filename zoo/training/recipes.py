@@ -79,6 +79,20 @@ class TranslationRecipe(Recipe):
     # times an epoch takes each pair (0.25: a quarter of them, another quarter each epoch).
     # Validation adds the language's real-text validation sets (parallel.EVALUATION_SETS).
     mix: dict | None = None
+    # Increasing widths (in ids) that training and validation batches are padded to: each
+    # batch to the smallest that holds its longest row (a source, or a target with its
+    # [START] or [END]), and a partial batch to batch_size with empty rows, so that
+    # batches come in a few shapes and JAX compiles the training step once per width. A
+    # batch with a row past the widest keeps its natural width. None: the default,
+    # ``default_length_buckets(max_train_tokens)``; []: every batch at its natural width.
+    length_buckets: list | None = None
+
+    def batch_widths(self):
+        """The widths batches are padded to: ``length_buckets`` as written, or the
+        default for the recipe's ``max_train_tokens``."""
+        if self.length_buckets is not None:
+            return list(self.length_buckets)
+        return default_length_buckets(self.max_train_tokens)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -109,6 +123,23 @@ class ClassificationRecipe(Recipe):
     templated_examples: int | None = None  # SST-2 only (``zoo.data.sentiment_templates``)
     epochs: int = 10
     patience: int = 2
+
+
+# The default widths of batches: each about 1.5 times the one before, so that padding a
+# batch up to its bucket adds at most about a third of its width, in a handful of shapes;
+# from 8, as most Tatoeba pairs are shorter than 16 pieces.
+LENGTH_LADDER = (8, 12, 16, 24, 36, 56, 84, 128, 192, 256)
+
+
+def default_length_buckets(max_train_tokens):
+    """The ladder's widths below the longest training row, then that row's width,
+    ``max_train_tokens + 1`` (a target with its [START] or [END]): every training pair
+    has its bucket and the widest is no wider than it needs to be: [8, 12, 16, 24, 36, 41]
+    for 40 tokens; without ``max_train_tokens``, the whole ladder."""
+    if max_train_tokens is None:
+        return list(LENGTH_LADDER)
+    longest = max_train_tokens + 1
+    return [width for width in LENGTH_LADDER if width < longest] + [longest]
 
 
 # Keyed on the kind of model a recipe trains (``zoo.models.KINDS``); the teaching tasks
@@ -229,9 +260,18 @@ def check_average_last(value, where):
                           f"weights are averaged); received {json.dumps(value)}.")
 
 
+def _check_length_buckets(value, where):
+    """Positive integers, each wider than the one before."""
+    positive = all(_is_of(width, int) and width > 0 for width in value)
+    if not positive or any(a >= b for a, b in zip(value, value[1:])):
+        raise RecipeError(f"{where} must be a list of increasing positive integers (the widths "
+                          f"batches are padded to, such as [16, 24, 36, 56, 101]; [] for none); "
+                          f"received {json.dumps(value)}.")
+
+
 # Checks of values that a type and a list of accepted values cannot say.
 VALUE_CHECKS = {"guided_alignment": _check_guided_alignment, "mix": _check_mix,
-                "average_last": check_average_last}
+                "average_last": check_average_last, "length_buckets": _check_length_buckets}
 
 
 def _is_of(value, expected):
