@@ -1,5 +1,7 @@
 """Batches of similar length, the same in a resumed run as in an uninterrupted one."""
 
+import bisect
+
 import numpy as np
 
 from zoo.training.loop import EpochData
@@ -18,9 +20,19 @@ def length_sorted_batches(order, length_of, batch_size):
     return batches
 
 
-def bucketed_dataset(indices, length_of, batch_of, output_signature, batch_size, shuffle, seed=0):
+def bucket_width(longest, length_buckets):
+    """The smallest of the increasing ``length_buckets`` that holds a row of ``longest``
+    ids; past the widest, ``longest`` itself (the batch keeps its natural width: one
+    shape more, and no row is cut)."""
+    index = bisect.bisect_left(length_buckets, longest)
+    return length_buckets[index] if index < len(length_buckets) else longest
+
+
+def bucketed_dataset(indices, length_of, batch_of, output_signature, batch_size, shuffle, seed=0,
+                     examples_in=len):
     """An ``EpochData`` of the examples ``indices`` in batches of similar length
-    (``length_sorted_batches``); ``batch_of(indices)`` builds one batch."""
+    (``length_sorted_batches``); ``batch_of(indices)`` builds one batch (``examples_in``:
+    ``EpochData``'s)."""
     rng = np.random.default_rng(seed)
     order = np.array(indices)
     if shuffle:
@@ -37,16 +49,18 @@ def bucketed_dataset(indices, length_of, batch_of, output_signature, batch_size,
         for i in order:
             yield batch_of(batches[i])
 
-    return EpochData(batches_of_pass, len(batches), output_signature)
+    return EpochData(batches_of_pass, len(batches), output_signature, examples_in)
 
 
-def mixed_dataset(groups, length_of, batch_of, output_signature, batch_size, seed=0):
+def mixed_dataset(groups, length_of, batch_of, output_signature, batch_size, seed=0,
+                  examples_in=len):
     """An ``EpochData`` whose every pass draws from each group of examples by its weight.
 
     ``groups``: ``[(indices, weight)]``; a pass takes every example of a group
     ``int(weight)`` times and a random ``weight % 1`` share of them once more, drawn
     anew for each pass from ``(seed, pass)``, so that a resumed run draws what an
-    uninterrupted one would. Every pass has the same number of examples, hence of batches.
+    uninterrupted one would. Every pass has the same number of examples, hence of batches
+    (``examples_in``: ``EpochData``'s).
     """
     groups = [(np.asarray(indices), weight) for indices, weight in groups]
     shares = [(int(weight), round((weight % 1) * len(indices))) for indices, weight in groups]
@@ -63,4 +77,4 @@ def mixed_dataset(groups, length_of, batch_of, output_signature, batch_size, see
         for i in rng.permutation(len(batches)):
             yield batch_of(batches[i])
 
-    return EpochData(batches_of_pass, count, output_signature)
+    return EpochData(batches_of_pass, count, output_signature, examples_in)

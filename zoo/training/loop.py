@@ -116,10 +116,14 @@ class EpochData:
 
     ``batches_of_pass(index)`` yields the batches of pass ``index`` (numpy arrays);
     every pass has ``count`` batches matching ``output_signature`` (a nest of ``Ids``).
+    ``examples_in(targets)``: how many examples a batch holds, which weighs its loss in
+    validation (by default its rows; batches padded with empty rows to a fixed size
+    count fewer: ``translation.rows_dataset``).
     """
 
-    def __init__(self, batches_of_pass, count, output_signature):
+    def __init__(self, batches_of_pass, count, output_signature, examples_in=len):
         self.batches_of_pass, self.count, self.output_signature = batches_of_pass, count, output_signature
+        self.examples_in = examples_in
 
     def __len__(self):
         return self.count
@@ -311,7 +315,8 @@ def _distribute(strategy, dataset):
 
 def evaluator(model, metrics):
     """Loss and metrics over an ``EpochData`` (its first pass) or an iterable of
-    ``(x, y)`` batches, each batch weighted by its size (as in ``fit``)."""
+    ``(x, y)`` batches, each batch weighted by its size (as in ``fit``; an
+    ``EpochData``'s ``examples_in``: its empty rows weigh nothing)."""
     def batch_results(x, y):
         predictions = model(x, training=False)
         results = {"loss": model.loss(y, predictions)}
@@ -323,9 +328,10 @@ def evaluator(model, metrics):
 
     def evaluate(data):
         batches = data.batches_of_pass(0) if isinstance(data, EpochData) else data
+        examples_in = data.examples_in if isinstance(data, EpochData) else len
         totals, count = {}, 0
         for x, y in batches:
-            results, size = compiled(x, y), len(y)
+            results, size = compiled(x, y), examples_in(y)
             for name, value in results.items():
                 totals[name] = totals.get(name, 0.0) + float(value) * size
             count += size

@@ -2,7 +2,8 @@
 tensorflow-datasets corpus), and the character-level tasks whose data the project
 generates (dates, addition).
 
-Batches are bucketed by length (``batches.bucketed_dataset``); the loss is masked on
+Batches are bucketed by length (``batches.bucketed_dataset``) and padded to a few fixed
+shapes (the recipe's ``length_buckets``: ``rows_dataset``); the loss is masked on
 padding. After training, the beam-search length penalty is chosen on the validation
 split; the shipped preset is scored on the test split, greedy and beam 5 (the choosing
 and the scoring are ``zoo.evaluation.translation``'s, the splits
@@ -24,7 +25,7 @@ from zoo.models.losses import SmoothedCrossentropy
 from zoo.text import END_ID, START_ID, TranslationPreprocessor, Vocabulary, tokenize
 from zoo.text.vocabulary import pad_batch
 from zoo.training import alignment, recipes
-from zoo.training.batches import bucketed_dataset, mixed_dataset
+from zoo.training.batches import bucket_width, bucketed_dataset, mixed_dataset
 from zoo.training.loop import Ids
 from zoo.training.optimizer import adam
 from zoo.training.task import Task
@@ -33,23 +34,42 @@ from zoo.training.task import Task
 
 
 def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, seed=0,
-                 links=None, mix=None):
-    """Batches ``((source, [START] target), target [END])``, bucketed by length; with
-    ``links`` (per pair, ``(target piece, source piece)`` pairs: ``alignment``), the
-    inputs also hold them as a 0/1 array ``[batch, target + 1, source]`` (the [END]
-    row has none). ``mix`` (``[(pairs, weight)]``, consecutive parts of the pairs): each
-    epoch draws each part by its weight (``batches.mixed_dataset``)."""
-    source_rows = model.preprocessor.source_rows(sources)
-    target_rows = model.preprocessor.target_rows(targets)
-    keep = [
-        i for i in range(len(source_rows))
-        if source_rows[i] and (max_tokens is None or max(len(source_rows[i]), len(target_rows[i])) <= max_tokens)
-    ]
+                 links=None, mix=None, length_buckets=()):
+    """``rows_dataset`` of text pairs, in ids of the model's vocabularies."""
+    return rows_dataset(model.preprocessor.source_rows(sources),
+                        model.preprocessor.target_rows(targets), batch_size, shuffle,
+                        max_tokens=max_tokens, seed=seed, links=links, mix=mix,
+                        length_buckets=length_buckets)
+
+
+def rows_dataset(source_rows, target_rows, batch_size, shuffle, max_tokens=None, seed=0,
+                 links=None, mix=None, length_buckets=()):
+    """Batches ``((source, [START] target), target [END])`` of pairs of id rows (lists of
+    ids, without [START] or [END]; a pair with an empty source, or with a side longer
+    than ``max_tokens``, is left out), bucketed by length (``batches.bucketed_dataset``).
+
+    With ``links`` (per pair, ``(target piece, source piece)`` pairs: ``alignment``), the
+    inputs also hold them as a 0/1 array ``[batch, target + 1, source]`` (the [END] row
+    has none). ``mix`` (``[(pairs, weight)]``, consecutive parts of the pairs): each epoch
+    draws each part by its weight (``batches.mixed_dataset``). ``length_buckets``
+    (increasing widths, a recipe's ``batch_widths()``): every batch has ``batch_size``
+    rows, a partial one padded with empty rows (all padding: they add nothing to the loss,
+    nor to validation), and one width for its sources and targets, the smallest bucket
+    that holds its longest row (``batches.bucket_width``); empty: each batch is as long
+    as its longest source, and its longest target.
+    """
+    keep = [i for i, (source, target) in enumerate(zip(source_rows, target_rows, strict=True))
+            if source and (max_tokens is None or max(len(source), len(target)) <= max_tokens)]
+    rows = batch_size if length_buckets else None
 
     def batch_of(batch):
-        sources_ids = pad_batch([source_rows[i] for i in batch])
-        decoder_in = pad_batch([[START_ID] + target_rows[i] for i in batch])
-        decoder_out = pad_batch([target_rows[i] + [END_ID] for i in batch])
+        sources = [source_rows[i] for i in batch]
+        decoder_in = [[START_ID, *target_rows[i]] for i in batch]
+        decoder_out = [[*target_rows[i], END_ID] for i in batch]
+        width = (bucket_width(max(map(len, sources + decoder_in)), length_buckets)
+                 if length_buckets else None)
+        sources_ids = pad_batch(sources, width, rows)
+        decoder_in, decoder_out = pad_batch(decoder_in, width, rows), pad_batch(decoder_out, width, rows)
         if links is None:
             return (sources_ids, decoder_in), decoder_out
         linked = np.zeros(decoder_out.shape + sources_ids.shape[1:], np.int32)
@@ -61,13 +81,22 @@ def make_dataset(model, sources, targets, batch_size, shuffle, max_tokens=None, 
     spec = Ids()
     inputs = (spec, spec) if links is None else (spec, spec, Ids(rank=3))
     length_of = lambda i: len(target_rows[i])  # noqa: E731
+    # The empty rows of a batch padded to its size are no examples.
+    examples_in = _pairs_in if length_buckets else len
     if mix:
         kept, groups, start = np.array(keep), [], 0
         for size, weight in mix:
             groups.append((kept[(kept >= start) & (kept < start + size)], weight))
             start += size
-        return mixed_dataset(groups, length_of, batch_of, (inputs, spec), batch_size, seed)
-    return bucketed_dataset(keep, length_of, batch_of, (inputs, spec), batch_size, shuffle, seed)
+        return mixed_dataset(groups, length_of, batch_of, (inputs, spec), batch_size, seed,
+                             examples_in)
+    return bucketed_dataset(keep, length_of, batch_of, (inputs, spec), batch_size, shuffle, seed,
+                            examples_in)
+
+
+def _pairs_in(decoder_out):
+    """The rows of a batch's ``target [END]`` that hold a pair (every pair has its [END])."""
+    return int(np.any(np.asarray(decoder_out) != 0, axis=-1).sum())
 
 
 def tsv_dataset(model, path, batch_size=64, shuffle=True):
@@ -228,10 +257,12 @@ class TranslationTask(Task):
         batch_size = self.recipe.batch_size
         links = (alignment.training_links(model.preprocessor, *splits["train"], self.printer)
                  if self.recipe.guided_alignment else None)
+        widths = self.recipe.batch_widths()
         return (make_dataset(model, *splits["train"], batch_size, shuffle=True,
                              max_tokens=self.recipe.max_train_tokens, seed=seed, links=links,
-                             mix=self._mix_parts()),
-                make_dataset(model, *splits["validation"], batch_size, shuffle=False))
+                             mix=self._mix_parts(), length_buckets=widths),
+                make_dataset(model, *splits["validation"], batch_size, shuffle=False,
+                             length_buckets=widths))
 
     def training_view(self, model):
         if not self.recipe.guided_alignment:
