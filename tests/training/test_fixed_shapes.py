@@ -56,6 +56,14 @@ def test_a_row_longer_than_the_widest_bucket_keeps_its_batch_at_its_natural_widt
     assert (source[1] == 6).sum() == 40 and (decoder_out[1] == 8).sum() == 30
 
 
+def test_pairs_are_batched_with_pairs_of_like_width():
+    """The width a pair needs is its longer side's (the source, or the target with its
+    [START]): a long source with a short target is batched with the long pairs."""
+    sources, targets = [[5] * 10, [5], [5], [5] * 2], [[6], [6], [6] * 9, [6] * 2]
+    data = rows_dataset(sources, targets, 2, shuffle=False)
+    assert [(x[0].shape[1], y.shape[1]) for x, y in all_batches(data)] == [(2, 3), (10, 10)]
+
+
 def test_every_pass_has_the_same_number_of_full_batches_and_one_partial_batch_padded():
     sources, targets = random_pairs(60)
     # A mix draws anew each pass: 40 pairs twice and a quarter of 20, 85 pairs a pass.
