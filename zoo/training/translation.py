@@ -60,24 +60,8 @@ def rows_dataset(source_rows, target_rows, batch_size, shuffle, max_tokens=None,
     """
     keep = [i for i, (source, target) in enumerate(zip(source_rows, target_rows, strict=True))
             if source and (max_tokens is None or max(len(source), len(target)) <= max_tokens)]
-    rows = batch_size if length_buckets else None
-
-    def batch_of(batch):
-        sources = [source_rows[i] for i in batch]
-        decoder_in = [[START_ID, *target_rows[i]] for i in batch]
-        decoder_out = [[*target_rows[i], END_ID] for i in batch]
-        width = (bucket_width(max(map(len, sources + decoder_in)), length_buckets)
-                 if length_buckets else None)
-        sources_ids = pad_batch(sources, width, rows)
-        decoder_in, decoder_out = pad_batch(decoder_in, width, rows), pad_batch(decoder_out, width, rows)
-        if links is None:
-            return (sources_ids, decoder_in), decoder_out
-        linked = np.zeros(decoder_out.shape + sources_ids.shape[1:], np.int32)
-        for row, i in enumerate(batch):
-            for target, source in links[i]:
-                linked[row, target, source] = 1
-        return (sources_ids, decoder_in, linked), decoder_out
-
+    batch_of = functools.partial(_pair_batch, source_rows, target_rows, links, length_buckets,
+                                 batch_size if length_buckets else None)
     spec = Ids()
     inputs = (spec, spec) if links is None else (spec, spec, Ids(rank=3))
     # Sorted by the width a pair needs (its source, or its target with [START]): in a
@@ -95,6 +79,25 @@ def rows_dataset(source_rows, target_rows, batch_size, shuffle, max_tokens=None,
                              examples_in)
     return bucketed_dataset(keep, length_of, batch_of, (inputs, spec), batch_size, shuffle, seed,
                             examples_in)
+
+
+def _pair_batch(source_rows, target_rows, links, length_buckets, rows, batch):
+    """The pairs ``batch`` as ``rows_dataset`` gives them: at their natural widths, or
+    at the width of their bucket and with ``rows`` rows."""
+    sources = [source_rows[i] for i in batch]
+    decoder_in = [[START_ID, *target_rows[i]] for i in batch]
+    decoder_out = [[*target_rows[i], END_ID] for i in batch]
+    width = (bucket_width(max(map(len, sources + decoder_in)), length_buckets)
+             if length_buckets else None)
+    sources_ids = pad_batch(sources, width, rows)
+    decoder_in, decoder_out = pad_batch(decoder_in, width, rows), pad_batch(decoder_out, width, rows)
+    if links is None:
+        return (sources_ids, decoder_in), decoder_out
+    linked = np.zeros(decoder_out.shape + sources_ids.shape[1:], np.int32)
+    for row, i in enumerate(batch):
+        for target, source in links[i]:
+            linked[row, target, source] = 1
+    return (sources_ids, decoder_in, linked), decoder_out
 
 
 def _pairs_in(decoder_out):
