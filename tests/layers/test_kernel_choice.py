@@ -4,7 +4,6 @@ import datetime
 import functools
 import json
 import os
-import time
 from unittest import mock
 
 import keras
@@ -160,7 +159,7 @@ class Load:
         self.while_measuring = self.now = 0.0
         monkeypatch.setattr(machine_load, "others_share",
                             lambda before, after: self.while_measuring)
-        monkeypatch.setattr(machine_load, "share_now", lambda: self.now)
+        monkeypatch.setattr(machine_load, "share_now", lambda *seconds: self.now)
 
 
 @pytest.fixture
@@ -535,12 +534,11 @@ def test_a_known_batch_is_decided_while_tracing(measuring, rng):
 
 
 def _quiet_or_skip(within_seconds=60):
-    """Wait for other work to leave the cores (``machine_load.share_now``), or skip."""
-    deadline = time.monotonic() + within_seconds
-    while (share := machine_load.share_now(1.0)) >= machine_load.LOADED_FROM:
-        if time.monotonic() > deadline:
-            pytest.skip(f"other work took {share:.0%} of the cores for {within_seconds} s: "
-                        "measuring quietly needs a quiet machine")
+    """Wait for other work to leave the cores (``machine_load.wait_for_quiet``), or skip."""
+    share = machine_load.wait_for_quiet(within_seconds)
+    if machine_load.is_loaded(share):
+        pytest.skip(f"other work took {share:.0%} of the cores for {within_seconds} s: "
+                    "measuring quietly needs a quiet machine")
 
 
 @pytest.mark.slow

@@ -63,3 +63,14 @@ def test_a_reading_on_linux_counts_this_processs_cores():
     assert first.cores == backend.usable_cores() and 0 < first.busy <= first.total
     share = machine_load.share_now(0.05)
     assert 0.0 <= share <= 1.0
+
+
+def test_waiting_for_quiet_looks_until_the_cores_are_left_alone(monkeypatch):
+    shares = iter([0.6, 0.4, 0.05, 0.9])
+    monkeypatch.setattr(machine_load, "share_now", lambda seconds: next(shares))
+    assert machine_load.wait_for_quiet(within_seconds=60) == 0.05
+
+
+def test_waiting_for_quiet_gives_up_busy(monkeypatch):
+    monkeypatch.setattr(machine_load, "share_now", lambda seconds: 0.6)
+    assert machine_load.wait_for_quiet(within_seconds=0) == 0.6

@@ -78,6 +78,18 @@ def share_now(seconds=PROBE_SECONDS):
     return others_share(before, reading())
 
 
+def wait_for_quiet(within_seconds=120, look_seconds=1.0):
+    """Look at the cores (``share_now``, ``look_seconds`` at a time) until other work
+    leaves them, or ``within_seconds`` have passed: the last share seen (``is_loaded``
+    of it says whether the wait ended busy). For a benchmark or test that measures
+    quietly on a shared machine."""
+    deadline = time.monotonic() + within_seconds
+    while True:
+        share = share_now(look_seconds)
+        if not is_loaded(share) or time.monotonic() >= deadline:
+            return share
+
+
 def _between_0_and_1(value):
     return min(1.0, max(0.0, value))
 
