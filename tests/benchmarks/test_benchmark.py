@@ -143,13 +143,17 @@ def _layout_samples(*ratios):
 
 def test_remeasuring_prints_each_batchs_ratio_and_replaces_the_kept_choice(monkeypatch,
                                                                             tmp_path):
-    from zoo.layers import kernel_choice
+    from zoo.layers import kernel_choice, machine_load
 
     path = tmp_path / "rnn_layouts.json"
     monkeypatch.setenv("ZOO_RNN_LAYOUT_CACHE", str(path))
     monkeypatch.setenv("ZOO_RNN_LAYOUT", "measure")
     monkeypatch.setattr(kernel_choice, "_CHOSEN", {})
+    load = mock.Mock(return_value=0.02)  # other work's share of the cores while measuring
+    monkeypatch.setattr(machine_load, "others_share", load)
+    monkeypatch.setattr(machine_load, "share_now", load)
     key = kernel_choice.machine_key()
+    quiet = "other work took 2% of the cores while measuring; under load from 15%"
     path.write_text(json.dumps({key: {"lstm/5x6/float32": {"feature_major_from": None}}}))
 
     def layout_line(samples):
@@ -162,7 +166,7 @@ def test_remeasuring_prints_each_batchs_ratio_and_replaces_the_kept_choice(monke
     assert layout_line(_layout_samples([0.5] * 5, [2.0] * 5)) == [
         "lstm: batch   1: feature-major speed-up 0.50 (0.50-0.50): batch_major",
         "lstm: batch   4: feature-major speed-up 2.00 (2.00-2.00): feature_major",
-        f"lstm: decided at every batch: kept in {path}",
+        f"lstm: decided at every batch: kept for good in {path} ({quiet})",
         f"lstm: inference loop feature-major from batch 4, batch-major below (measured on "
         f"this machine, {path})"]
     assert json.loads(path.read_text())[key]["lstm/5x6/float32"]["feature_major_from"] == 4
@@ -175,7 +179,7 @@ def test_remeasuring_prints_each_batchs_ratio_and_replaces_the_kept_choice(monke
         "batch_major_in_blocks",
         "lstm: batch   1: feature-major speed-up 0.25 (0.25-0.25): batch_major_in_blocks",
         "lstm: batch   4: feature-major speed-up 0.25 (0.25-0.25): batch_major_in_blocks",
-        f"lstm: decided at every batch: kept in {path}",
+        f"lstm: decided at every batch: kept for good in {path} ({quiet})",
         f"lstm: inference loop feature-major at no batch size, batch-major in blocks below "
         f"(measured on this machine, {path})"]
     assert json.loads(path.read_text())[key]["lstm/5x6/float32"]["batch_major_in_blocks"]
@@ -184,9 +188,71 @@ def test_remeasuring_prints_each_batchs_ratio_and_replaces_the_kept_choice(monke
     # batch 4 measured twice more (the same five rounds each time): 15 rounds, still across 1
     assert noisy[1] == "lstm: batch   4: feature-major speed-up 0.90 (0.60-1.80): undecided"
     assert noisy[2] == ("lstm: undecided (at some batch the layout chosen may be more than "
-                        "1.05x slower): used by this run only, measured again by the next one")
+                        f"1.05x slower): used by this run only, measured again by the next one "
+                        f"({quiet})")
+    assert noisy[3].endswith(f", {path}: not kept, measured again by the next run)")
     assert "at no batch size" in noisy[3]
     assert json.loads(path.read_text()) == {key: {}}
+
+    load.return_value = 0.48  # a busy machine: kept until a quiet start, and said so
+    busy = layout_line(_layout_samples([0.5] * 5, [2.0] * 5))
+    assert busy[2:] == [
+        f"lstm: decided at every batch, under load: kept in {path} until a quiet start "
+        "measures again (other work took 48% of the cores while measuring; under load from "
+        "15%)",
+        f"lstm: inference loop feature-major from batch 4, batch-major below (measured on "
+        f"this machine, {path}: measured while other work took 48% of the cores, measured "
+        "again at a quiet start)"]
+    load.return_value = 0.02  # measured quietly, then under load: the quiet one stays
+    layout_line(_layout_samples([0.5] * 5, [2.0] * 5))
+    assert layout_line(_layout_samples([0.5] * 5, [0.5] * 5))[2].startswith(
+        f"lstm: decided at every batch: kept for good")
+    load.return_value = 0.48
+    assert layout_line(_layout_samples([0.5] * 5, [2.0] * 5))[2] == (
+        f"lstm: measured under load: used by this run only, {path} keeps the choice measured "
+        "quietly (other work took 48% of the cores while measuring; under load from 15%)")
+
+
+def test_the_layout_caches_benchmark_compares_a_cache_written_under_load_with_a_quiet_one(
+        monkeypatch, tmp_path):
+    """Under ``busy_cores`` (here a flag, and other work's share 60%) batch-major measures
+    faster at batch 4; quietly feature-major does. A new process with the cache written
+    under load measures it again, so its layer runs the quiet choice; "kept before" runs
+    the loaded one."""
+    import contextlib
+
+    from zoo.layers import kernel_choice, machine_load
+
+    monkeypatch.setenv("ZOO_RNN_LAYOUT", "measure")
+    monkeypatch.setattr(kernel_choice, "_CHOSEN", {})
+    busy = []
+
+    @contextlib.contextmanager
+    def busy_cores():
+        busy.append(True)
+        yield
+        busy.clear()
+
+    monkeypatch.setattr(layers, "busy_cores", busy_cores)
+    monkeypatch.setattr(machine_load, "others_share", lambda *_: 0.6 if busy else 0.0)
+    monkeypatch.setattr(machine_load, "share_now", lambda *seconds: 0.0)
+    loaded, quiet = _layout_samples([0.5] * 5, [0.9] * 5), _layout_samples([0.5] * 5, [2.0] * 5)
+    monkeypatch.setattr(kernel_choice, "measure",
+                        lambda *args, **kwargs: loaded if busy else quiet)
+    lines = []
+    rows = layers.benchmark_layout_caches(tmp_path, batches=(1, 4), steps=3, input_dim=2,
+                                          units=3, rounds=2, cells=("GRU",),
+                                          printer=lines.append)
+    assert [row["layouts"] for row in rows] == [
+        {"under load": "batch_major", "quiet": "batch_major", "kept before": "batch_major"},
+        {"under load": "feature_major", "quiet": "feature_major", "kept before": "batch_major"}]
+    assert ("gru_reset_after: measured again at this start; before: other work took 60% of "
+            "the cores while measuring; now: other work took 0% of the cores while "
+            "measuring") in lines
+    for row in rows:
+        assert set(row["over_quiet"]) == {"under load", "kept before"}
+        assert all(paired["ratio"] > 0 for paired in row["over_keras"].values())
+    assert lines[-1].startswith("GRU batch 4     feature_major, feature_major, batch_major")
 
 
 def test_decoding_benchmark_needs_a_checkout_to_compare_with(tmp_path):

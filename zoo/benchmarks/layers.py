@@ -1,12 +1,17 @@
 """``zoo benchmark layers``: the zoo's recurrent layers against Keras' built-ins, and
 (``--against torch``) against PyTorch's ``torch.nn.LSTM`` and ``GRU`` as well."""
 
+import contextlib
+import functools
+import os
+from pathlib import Path
+
 import keras
 import numpy as np
 
 import zoo.layers
 from zoo import backend
-from zoo.benchmarks.timing import (alternate, matmul_gflops, median_with_interval,
+from zoo.benchmarks.timing import (alternate, busy_cores, matmul_gflops, median_with_interval,
                                    repeats_for, tensorflow_threads)
 from zoo.layers.timing import alternate_rounds, paired_speed_ratio
 
@@ -143,14 +148,29 @@ def _inference_layout_line(layer, input_dim, units, remeasure=False, printer=pri
     where = "at no batch size" if threshold is None else f"from batch {threshold}"
     below = "batch-major in blocks" if choice["batch_major_in_blocks"] else "batch-major"
     return (f"{kind}: inference loop feature-major {where}, {below} below "
-            f"(measured on this machine, {kernel_choice.cache_path()})")
+            f"(measured on this machine, {kernel_choice.cache_path()}"
+            f"{_entry_state(kernel_choice.kept_entry(kind, input_dim, units, 'float32'))})")
+
+
+def _entry_state(entry):
+    """What the layout line adds about the file's entry: nothing when it is kept for good."""
+    from zoo.layers import kernel_choice
+
+    if entry is None:
+        return ": not kept, measured again by the next run"
+    if kernel_choice.kept_for_good(entry):
+        return ""
+    if "load" not in entry:
+        return ": kept before the load was recorded, measured again at a quiet start"
+    return (f": measured while other work took {entry['load']:.0%} of the cores, "
+            "measured again at a quiet start")
 
 
 def _print_layout_decision(kind, decision, printer):
     """The blocks' speed-up over batch-major at the smallest batch (when measured), each
     measured batch's feature-major speed-up (the batch-major variant's time over
-    feature-major's), each with its 95% interval and what it decides, then whether the
-    choice is kept."""
+    feature-major's), each with its 95% interval and what it decides, then the load
+    while measuring and what became of the kept choice."""
     from zoo.layers import kernel_choice
 
     def figures(speedup):
@@ -162,12 +182,205 @@ def _print_layout_decision(kind, decision, printer):
                 f"speed-up {figures(decision['blocks'])}")
     for batch, speedup in decision["batches"].items():
         printer(f"{kind}: batch {batch:>3}: feature-major speed-up {figures(speedup)}")
-    if decision["kept"]:
-        printer(f"{kind}: decided at every batch: kept in {kernel_choice.cache_path()}")
-    else:
-        printer(f"{kind}: undecided (at some batch the layout chosen may be more than "
-                f"{kernel_choice.EQUIVALENT_WITHIN}x slower): used by this run only, "
-                "measured again by the next one")
+    path = kernel_choice.cache_path()
+    outcome = {
+        "kept for good": f"decided at every batch: kept for good in {path}",
+        "kept until a quiet start": f"decided at every batch, under load: kept in {path} "
+                                    "until a quiet start measures again",
+        "left as it was": f"measured under load: used by this run only, {path} keeps the "
+                          "choice measured quietly",
+        "removed": f"undecided (at some batch the layout chosen may be more than "
+                   f"{kernel_choice.EQUIVALENT_WITHIN}x slower): used by this run only, "
+                   "measured again by the next one"}[decision["entry"]]
+    printer(f"{kind}: {outcome} ({_load_words(decision['load'])})")
+
+
+def _entry_load_words(entry):
+    if entry is None:
+        return "none kept"
+    if "load" not in entry:
+        return "kept before the load was recorded"
+    return _share_words(entry["load"])
+
+
+def _load_words(share):
+    from zoo.layers import machine_load
+
+    return f"{_share_words(share)}; under load from {machine_load.LOADED_FROM:.0%}"
+
+
+def _share_words(share):
+    if share is None:
+        return "the load while measuring could not be read"
+    return f"other work took {share:.0%} of the cores while measuring"
+
+
+CACHE_CASES = ("under load", "quiet", "kept before")
+
+
+def benchmark_layout_caches(folder, batches=(1, 16, 64), steps=50, input_dim=256, units=256,
+                            rounds=7, cells=("LSTM", "GRU"), printer=print):
+    """The layers with a layout cache written under load against one written quietly,
+    side by side in one process (issue 52), on TensorFlow:
+
+    1. ``folder/under_load.json``: each cell's layouts measured while a busy loop holds
+       every usable core (``busy_cores``); ``folder/quiet.json``: measured after the
+       loops end (each decision printed, with the load while measuring);
+    2. each cache met as a new process meets it (``kernel_choice.chosen`` after
+       ``forget``): an entry measured under load is measured again if the machine is
+       quiet now;
+    3. per cell and batch, inference of the zoo layer traced with each cache's choice
+       ("under load", "quiet") and with the choice measured under load ("kept before":
+       what the rule before kept for good when it was decided, and what the loaded
+       process ran), and of Keras' layer, alternating in ``rounds`` rounds: each one's
+       median, and its speed over the quiet cache's layer and over Keras' (medians of
+       the rounds' ratios, 95% intervals).
+
+    Each quiet step first waits (up to two minutes) for other work on a shared machine
+    to leave the cores, and says so where it did not.
+
+    Returns the rows (a dict per cell and batch)."""
+    from zoo.layers import kernel_choice
+
+    backend.require_tensorflow("the layout caches' benchmark")
+    if kernel_choice.forced_layout():
+        raise ValueError(f"{kernel_choice.LAYOUT_VARIABLE} fixes the layout: unset it (or "
+                         "set it to measure) to compare the layouts measured.")
+    folder = Path(folder)
+    layers = {cell: getattr(zoo.layers, cell)(units) for cell in cells}
+    for layer in layers.values():
+        layer.build((None, steps, input_dim))
+    shapes = {cell: (layer.cell.fused_recurrence()[0], input_dim, units, "float32")
+              for cell, layer in layers.items()}
+    printer(f"layout caches: {', '.join(cells)} of {input_dim} inputs and {units} units; "
+            f"under load: a busy loop on each of {backend.usable_cores()} cores")
+    with busy_cores():
+        kept_before = _measure_into(folder / "under_load.json", shapes, printer)
+    _wait_for_quiet(printer)
+    _measure_into(folder / "quiet.json", shapes, printer)
+    choices = {"kept before": kept_before}
+    for case, name in (("under load", "under_load.json"), ("quiet", "quiet.json")):
+        _wait_for_quiet(printer)
+        choices[case] = _met_by_a_new_process(folder / name, layers, shapes, printer)
+    printer(f"{'case':<16}{'layouts: under load, quiet, kept before':<48}"
+            + "".join(f"{name + ' ms':>16}" for name in (*CACHE_CASES, "keras"))
+            + f"{'under load / quiet':>22}{'kept before / quiet':>22}"
+            + f"{'zoo / keras: each':>20}")
+    rows = []
+    for cell, layer in layers.items():
+        keras_layer = getattr(keras.layers, cell)(units)
+        keras_layer.build((None, steps, input_dim))
+        keras_layer.set_weights(layer.get_weights())
+        for batch in batches:
+            _wait_for_quiet(printer)  # the choices are compared where they were measured
+            rows.append(_compare_choices(cell, layer, keras_layer, shapes[cell], batch, steps,
+                                         {case: choices[case][cell] for case in CACHE_CASES},
+                                         rounds))
+            printer(_choices_row(rows[-1]))
+    return rows
+
+
+def _wait_for_quiet(printer):
+    """Before what the benchmark measures or meets quietly: wait up to two minutes for
+    other work (on a shared machine) to leave the cores, and say so if it did not."""
+    from zoo.layers import machine_load
+
+    share = machine_load.wait_for_quiet()
+    if machine_load.is_loaded(share):
+        printer(f"the machine stayed busy (other work took {share:.0%} of the cores): what "
+                "follows is not measured quietly")
+
+
+@contextlib.contextmanager
+def _layout_cache(path):
+    """``kernel_choice`` keeps its choices in ``path`` while the block runs."""
+    from zoo.layers import kernel_choice
+
+    before = os.environ.get(kernel_choice.CACHE_VARIABLE)
+    os.environ[kernel_choice.CACHE_VARIABLE] = str(path)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(kernel_choice.CACHE_VARIABLE)
+        else:
+            os.environ[kernel_choice.CACHE_VARIABLE] = before
+
+
+def _measure_into(path, shapes, printer):
+    """Each shape's layouts measured into ``path`` as a new process does (``choose``),
+    its decision printed; returns ``{cell: choice}``."""
+    from zoo.layers import kernel_choice, sequence_kernels
+
+    kernel_choice.forget()
+    printer(f"measuring into {path}:")
+    choices = {}
+    with _layout_cache(path):
+        for cell, shape in shapes.items():
+            decision = kernel_choice.choose(*shape, sequence_kernels.layout_calls)
+            _print_layout_decision(shape[0], decision, printer)
+            choices[cell] = {name: decision[name] for name in kernel_choice.CHOICE_KEYS}
+    return choices
+
+
+def _met_by_a_new_process(path, layers, shapes, printer):
+    """``{cell: choice}`` a new process runs with the cache ``path``, its layout lines
+    printed."""
+    from zoo.layers import kernel_choice, sequence_kernels
+
+    kernel_choice.forget()
+    printer(f"a new process with {path}:")
+    with _layout_cache(path):
+        for cell, layer in layers.items():
+            before = kernel_choice.kept_entry(*shapes[cell])
+            printer(_inference_layout_line(layer, *shapes[cell][1:3]))
+            after = kernel_choice.kept_entry(*shapes[cell])
+            if before != after:
+                printer(f"{shapes[cell][0]}: measured again at this start; before: "
+                        f"{_entry_load_words(before)}; now: {_entry_load_words(after)}")
+        return {cell: kernel_choice.chosen(*shape, sequence_kernels.layout_calls)
+                for cell, shape in shapes.items()}
+
+
+def _compare_choices(cell, layer, keras_layer, shape, batch, steps, choices, rounds):
+    """Inference of ``layer`` traced with each choice, and of ``keras_layer``, timed in
+    alternating rounds at one batch: the row ``_choices_row`` prints."""
+    from zoo.layers import kernel_choice
+
+    inputs = np.random.default_rng(0).standard_normal((batch, steps, shape[1]), np.float32)
+    calls = {}
+    for case, choice in choices.items():
+        kernel_choice.use(*shape, choice)
+        infer = backend.compile_function(lambda x: layer(x, training=False), layer.variables)
+        infer(inputs)  # traced now, with this choice
+        calls[case] = functools.partial(infer, inputs)
+    keras_infer = backend.compile_function(lambda x: keras_layer(x, training=False),
+                                           keras_layer.variables)
+    calls["keras"] = functools.partial(keras_infer, inputs)
+    check_same_outputs({name: call() for name, call in calls.items()}, within=1e-4)
+    samples = alternate_rounds(calls, rounds, repeats_for(calls["quiet"]))
+    return {"layer": cell, "batch": batch,
+            "layouts": {case: kernel_choice.layout_for_batch(choice, batch)
+                        for case, choice in choices.items()},
+            "seconds": {name: float(np.median(seconds)) for name, seconds in samples.items()},
+            "over_quiet": {case: paired_speed_ratio(samples[case], samples["quiet"])
+                           for case in ("under load", "kept before")},
+            "over_keras": {case: paired_speed_ratio(samples[case], samples["keras"])
+                           for case in CACHE_CASES}}
+
+
+def _choices_row(row):
+    def ratio(paired):
+        low, high = paired["interval_95"]
+        return f"{paired['ratio']:.2f} ({low:.2f}-{high:.2f})"
+
+    layouts = ", ".join(row["layouts"][case] for case in CACHE_CASES)
+    over_keras = " ".join(f"{row['over_keras'][case]['ratio']:.2f}" for case in CACHE_CASES)
+    return (f"{row['layer'] + ' batch ' + str(row['batch']):<16}{layouts:<48}"
+            + "".join(f"{1e3 * row['seconds'][name]:>16.1f}" for name in (*CACHE_CASES, "keras"))
+            + "".join(f"{ratio(row['over_quiet'][case]):>22}"
+                      for case in ("under load", "kept before"))
+            + f"{over_keras:>20}")
 
 
 def import_torch():

@@ -1,7 +1,10 @@
 """What the benchmarks share: medians of functions timed round-robin, this machine's
-matmul rate, and the number of threads the frameworks compute on."""
+matmul rate, the number of threads the frameworks compute on, and other work to measure
+under (``busy_cores``)."""
 
+import contextlib
 import statistics
+import subprocess
 import sys
 import time
 
@@ -77,3 +80,19 @@ def tensorflow_threads():
     import tensorflow as tf
 
     return tf.config.threading.get_intra_op_parallelism_threads() or "all"
+
+
+@contextlib.contextmanager
+def busy_cores(count=None):
+    """Other work on ``count`` cores (default: every one this process may use) while the
+    block runs: a busy loop each, in a process of its own (it inherits this process's
+    CPU affinity, so it competes for the same cores), ended when the block ends."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+             for _ in range(count or backend.usable_cores())]
+    try:
+        time.sleep(0.2)  # started: each loop holds its core from here
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
