@@ -277,6 +277,23 @@ def save(model, directory, metadata=None, card=None, weights_dtype="float32"):
     return directory
 
 
+def install(directory, name):
+    """Copy the preset in ``directory`` (verified) into the shipped presets as ``name``,
+    in place of the one there (atomically, as ``save`` replaces); returns its folder."""
+    directory = Path(directory)
+    metadata = describe(directory)
+    verify(directory, metadata)
+    if metadata.get("name") != name:
+        raise PresetError(f"{directory} holds the preset {metadata.get('name')!r}, not "
+                          f"{name!r}.")
+    root = presets_root()
+    staging = staging_folder(root, prefix=f".{name}.")
+    shutil.rmtree(staging)
+    shutil.copytree(directory, staging)
+    _replace(root / name, staging)
+    return root / name
+
+
 def _retired(directory):
     """Where ``_replace`` moves a preset aside while the new one takes its place."""
     return directory.with_name(f".{directory.name}.old")

@@ -365,3 +365,31 @@ def test_a_checkpoint_restores_into_a_model_built_again_and_refuses_another_shap
                                       keras.ops.convert_to_numpy(theirs))
     with pytest.raises(loop.CheckpointMismatch, match="does not match this model's variables"):
         loop._Checkpoint(tmp_path, compiled(6), {"run": 1}).restore([], keras.callbacks.History())
+
+
+@pytest.mark.parametrize("backend_loop", ["tensorflow", "keras"])
+def test_a_deadline_ends_the_epoch_after_the_step_in_flight_and_validates_it(backend_loop,
+                                                                           monkeypatch):
+    """The TensorFlow loop and Keras' fit (JAX, PyTorch) stop alike: the epoch ends after
+    the step that reached the deadline, is validated, and the callback says where."""
+    if backend_loop == "keras":
+        monkeypatch.setattr(loop.backend, "is_tensorflow", lambda: False)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,), dtype="int32"), keras.layers.Embedding(10, 2),
+                              keras.layers.GlobalAveragePooling1D(), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss=keras.losses.MeanSquaredError())
+    x = np.random.default_rng(0).integers(0, 10, size=(40, 4)).astype("int32")
+    data = loop.EpochData(lambda _: ((x[i:i + 4], x[i:i + 4, :1]) for i in range(0, 40, 4)),
+                          10, (loop.Ids(width=4), loop.Ids(width=1)))
+    steps = []
+
+    class Count(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            steps.append(batch)
+            if batch == 2:  # the deadline passes during the third step
+                stop.deadline = time.time()
+
+    stop = training_callbacks.StopAtDeadline(time.time() + 3600)
+    history = loop.fit(model, data, 5, data, [Count(), stop])
+    assert steps == [0, 1, 2] and stop.stopped_at == {"epoch": 1, "steps": 3}
+    assert len(history["val_loss"]) == 1

@@ -267,3 +267,37 @@ def test_a_recipes_task_is_its_kind_and_the_former_names_are_read_as_kinds():
     with pytest.raises(recipes.RecipeError, match="unknown task 'language'; known: "
                                                   "translation, date_normalization"):
         recipes.from_dict({**common, "task": "language"})
+
+
+@pytest.mark.slow
+def test_no_finish_writes_the_preset_as_trained_and_retune_decoding_finishes_it(
+        recipe_file, pairs_file, tmp_path, capsys):
+    data_dir = tmp_path / "data"
+    (data_dir / "tatoeba").mkdir(parents=True)
+    (data_dir / "tatoeba" / "fra-eng.tsv").write_bytes(pairs_file.read_bytes())
+    out = tmp_path / "tiny_fra"
+    assert main(["train", str(recipe_file), "--data-dir", str(data_dir), "--out", str(out),
+                 "--epochs", "1", "--log-dir", str(tmp_path / "logs"), "--no-finish"]) == 0
+    metadata = zoo.describe(out)
+    assert metadata["unfinished"] == (
+        f"trained, not yet judged: `zoo train tiny --retune-decoding --out {out}` chooses "
+        f"its decoding on validation and scores its test splits")
+    assert "test" not in metadata and "length_penalty" not in metadata
+    assert metadata["training"]["epochs_run"] == 1 and metadata["data"]["pairs"]["train"]
+    assert f"This preset is {metadata['unfinished']}." in (out / "README.md").read_text()
+    assert "search options" not in capsys.readouterr().out  # nothing translated
+    weights_bytes = (out / "model.weights.h5").read_bytes()
+    assert main(["train", str(recipe_file), "--retune-decoding", "--data-dir", str(data_dir),
+                 "--out", str(out)]) == 0
+    finished = zoo.describe(out)
+    assert "unfinished" not in finished and finished["test"]["beam5"]["bleu"]["score"] >= 0
+    assert finished["length_penalty"] in scoring.LENGTH_PENALTIES
+    assert (out / "model.weights.h5").read_bytes() == weights_bytes
+
+
+def test_no_finish_is_for_translators(capsys):
+    assert main(["train", "lstm_charlm_shakespeare", "--no-finish", "--out", "x"]) == 2
+    assert capsys.readouterr().err == (
+        "zoo: error: --no-finish applies to translation recipes (their decoding is chosen and "
+        "scored by translating); lstm_charlm_shakespeare is a language_model recipe, scored "
+        "in moments as it ships.\n")

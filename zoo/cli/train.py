@@ -44,6 +44,10 @@ def add_parsers(commands):
                        help="do not train: re-choose the beam length penalty and the search "
                             "defaults (output rules, coverage penalty) of the trained preset on "
                             "validation and re-score its test split")
+    train.add_argument("--no-finish", action="store_true",
+                       help="write the preset as trained, without choosing its decoding on "
+                            "validation or scoring its test splits (translation recipes; on an "
+                            "accelerator nothing slow runs): --retune-decoding finishes it")
     train.set_defaults(run=_command_train)
 
 
@@ -79,7 +83,7 @@ def _command_train(args):
     directory = training.train(
         recipe, out_dir=args.out, epochs=args.epochs, data_file=args.data,
         data_dir=args.data_dir, log_dir=args.log_dir, command=command, tfds_name=args.tfds,
-        options=options,
+        options=options, choose_and_score=not args.no_finish,
     )
     print(f"preset written to {directory}")
     return 0

@@ -128,13 +128,22 @@ def _mix_lines(mix, curve, terms):
         return []
     lines = ["", "## Training data", "",
              "| corpus | domain | pairs kept | taken per epoch | licence |", "|---|---|---|---|---|"]
-    lines += [f"| [{name}]({corpus['url']}) | {corpus['domain']} | {corpus['pairs']:,} | "
-              f"x {corpus['weight']} | {corpus['licence']} |" for name, corpus in mix.items()]
+    lines += [f"| [{name}]({corpus['url']}) | {corpus['domain']} | {corpus['pairs']:,}"
+              f"{_pool_note(corpus.get('pool'))} | x {corpus['weight']} | {corpus['licence']} |"
+              for name, corpus in mix.items()]
     if terms:
         lines += ["", f"**Terms of use**: {terms}."]
     if curve:
         lines += ["", "Validation loss by epoch: " + ", ".join(map(str, curve)) + "."]
     return lines
+
+
+def _pool_note(pool):
+    """A corpus trained from a subsample (a pack's budget): each epoch drew its share of
+    the corpus from this pool."""
+    if not pool:
+        return ""
+    return f" (trained from a pool of {pool['pairs']:,} of them, drawn with seed {pool['seed']})"
 
 
 def _readability_lines(on_punctuation):
@@ -234,6 +243,9 @@ def card_training_lines(metadata, sizes_key):
         f"{metadata.get('size_bytes', 0) / 1e6:.1f} MB",
     ] + ([f"- checkpoint averaging: {averaging_summary(training['checkpoint_averaging'])}"]
          if "checkpoint_averaging" in training else []) + (
+        [f"- stopped at its deadline in epoch {training['stopped_at_deadline']['epoch']}, after "
+         f"{training['stopped_at_deadline']['steps']} of its steps: the weights reached then "
+         f"ship"] if "stopped_at_deadline" in training else []) + (
         [f"- note: {training['note']}"] if "note" in training else [])
 
 

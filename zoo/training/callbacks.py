@@ -1,6 +1,7 @@
 """The Keras callbacks every training runs with."""
 
 import importlib.util
+import time
 
 import keras
 import numpy as np
@@ -58,3 +59,22 @@ class AverageLastEpochs(keras.callbacks.Callback):
         return [np.mean(values, axis=0, dtype=np.float64).astype(values[-1].dtype)
                 if np.issubdtype(values[-1].dtype, np.floating) else values[-1]
                 for values in zip(*self.kept_weights)]
+
+
+class StopAtDeadline(keras.callbacks.Callback):
+    """Stops training after the first step that ends at or past ``deadline`` (a
+    ``time.time()`` value): the epoch ends there, validated as every epoch is (the moving
+    average of the weights swapped in), and the weights it leaves ship. ``stopped_at``:
+    ``{"epoch": k, "steps": n}`` (epoch counted from 1, the steps of it taken), or None."""
+
+    def __init__(self, deadline):
+        super().__init__()
+        self.deadline, self.stopped_at, self._epoch = deadline, None, 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.stopped_at is None and time.time() >= self.deadline:
+            self.model.stop_training = True
+            self.stopped_at = {"epoch": self._epoch + 1, "steps": batch + 1}

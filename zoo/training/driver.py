@@ -50,14 +50,18 @@ def task_of(recipe_or_metadata):
 
 
 def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_dir=None,
-          command=None, tfds_name=None, printer=print, options=None):
+          command=None, tfds_name=None, printer=print, options=None, choose_and_score=True,
+          task=None):
     """Train a preset from a recipe (a ``recipes.Recipe`` or a dict); returns its directory.
 
     By default on the recipe's corpus into ``saved_models/NAME``; with ``data_file`` (a
     file of the task's examples) or ``tfds_name`` (a tensorflow-datasets translation
     corpus) the same architecture is trained on other data and ``out_dir`` is required.
     ``options`` (``loop.Options``): the ``tf.distribute`` strategy and the checkpoints to
-    resume from.
+    resume from. ``choose_and_score=False`` (``zoo train --no-finish``): the preset is
+    written as trained, its decoding not chosen nor its test split scored (``finish``).
+    ``task``: a ``Task`` of the recipe made elsewhere (``packs.PackedTranslationTask``
+    reads a pack's token ids, where the corpora are not at hand).
     """
     started = time.time()
     recipe = recipes.from_dict(recipe)
@@ -65,9 +69,15 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
     if tfds_name and task_class is not TranslationTask:
         raise ValueError(f"--tfds applies to translation recipes; {recipe.name} is a "
                          f"{recipe.task} recipe.")
+    if not choose_and_score and task_class is not TranslationTask:
+        raise ValueError(f"--no-finish applies to translation recipes (their decoding is "
+                         f"chosen and scored by translating); {recipe.name} is a "
+                         f"{recipe.task} recipe, scored in moments as it ships.")
     if (data_file or tfds_name) and not out_dir:
         raise ValueError("Training on other data needs an output directory (--out DIR).")
-    if tfds_name:
+    if task is not None:
+        recipe = task.recipe
+    elif tfds_name:
         task = TranslationTask.on_tfds(recipe, tfds_name, printer)
     else:
         task = task_class(recipe, data_file, data_dir, printer)
@@ -82,7 +92,7 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
             for i, seed in enumerate(task.recipe.seeds_to_train())}
     choose = _best_of(task.monitor)
     seed = choose(runs, key=lambda s: choose(runs[s][1][task.monitor]))
-    model, history, averaging = runs[seed]
+    model, history, averaging, stopped = runs[seed]
     best_epoch = int(np.argmax(history[task.monitor]) if choose is max
                      else np.argmin(history[task.monitor])) + 1
     record = {**shipping.training_record(task.recipe, command, started,
@@ -90,15 +100,34 @@ def train(recipe, out_dir=None, epochs=None, data_file=None, data_dir=None, log_
               **task.training_summary(history)}
     if averaging:
         record["checkpoint_averaging"] = averaging
+    if stopped:
+        record["stopped_at_deadline"] = stopped
     if _seeds_apart(task):
         record["seed"] = seed
         record[f"best_{task.monitor}_by_seed"] = {
-            str(s): task.best_of_history(h) for s, (_, h, _) in runs.items()}
-    metadata = task.describe(model, splits, record)
-    directory = shipping.ship(model, Path(out_dir or presets.presets_root() / recipe.name),
-                              metadata, lambda shipped: task.score(shipped, splits), task.card)
+            str(s): task.best_of_history(h) for s, (_, h, _, _) in runs.items()}
+    directory = finish(task, model, splits, record,
+                       Path(out_dir or presets.presets_root() / recipe.name), choose_and_score)
     options.remove_checkpoints()  # the preset is written: a new run starts afresh
     return directory
+
+
+def finish(task, model, splits, record, out_dir, choose_and_score=True):
+    """Write a trained model as a preset: described (``record``: how it was trained),
+    its decoding chosen on validation (``Task.choose_decoding``), shipped and scored as
+    it ships (``shipping.ship``). What ``train`` does after fitting, and what
+    ``training/device_run.py finish`` does with weights trained elsewhere.
+
+    ``choose_and_score=False`` writes the preset as trained, marked unfinished
+    (``shipping.UNFINISHED``): nothing slow runs (no search on validation, no test
+    translation), and ``zoo train NAME --retune-decoding`` finishes it later.
+    """
+    metadata = task.describe(model, splits, record)
+    if not choose_and_score:
+        return shipping.ship_unfinished(model, out_dir, metadata)
+    metadata.update(task.choose_decoding(model, splits))
+    return shipping.ship(model, out_dir, metadata, lambda shipped: task.score(shipped, splits),
+                         task.card)
 
 
 def _text_pipeline(task, splits, options):
@@ -135,9 +164,10 @@ def _best_of(monitor):
 
 def _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first):
     """One training from ``seed``: ``(model with its best weights, history, checkpoint
-    averaging's record or None)``: the best weights are early stopping's, or the average
-    of the last epochs' (``_average_if_better``). Seeds kept apart (``_seeds_apart``)
-    each have their own checkpoints and logs (``seed_N``)."""
+    averaging's record or None, where a deadline stopped it or None)``: the best weights
+    are early stopping's, or the average of the last epochs' (``_average_if_better``).
+    Seeds kept apart (``_seeds_apart``) each have their own checkpoints and logs
+    (``seed_N``)."""
     recipe = task.recipe
     # (``epochs`` as asked, None for the recipe's: a checkpoint's run is identified so)
     description = {"recipe": recipe.written, "epochs": epochs, "data": task.data_name}
@@ -157,15 +187,21 @@ def _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first):
         task.compile(trained, len(train_data), epochs)
     fit_callbacks = callbacks.standard_callbacks(recipe, log_dir, task.monitor,
                                                  task.reduce_on_plateau())
+    deadline = callbacks.StopAtDeadline(options.deadline) if options.deadline else None
+    fit_callbacks += [deadline] if deadline else []
     history = loop.fit(trained, train_data, epochs, validation_data, fit_callbacks,
                        description, options, validation_metrics=task.validation_metrics)
     averaging = next((c for c in fit_callbacks if isinstance(c, callbacks.AverageLastEpochs)),
                      None)
     if _seeds_apart(task):
         task.printer(task.seed_line(seed, history))
-    if averaging is None:
-        return model, history, None
-    return model, history, _average_if_better(task, trained, averaging, validation_data)
+    stopped = deadline.stopped_at if deadline else None
+    if stopped:
+        task.printer(f"stopped at the deadline: epoch {stopped['epoch']} after "
+                     f"{stopped['steps']} of its {len(train_data)} steps")
+    if averaging is not None:
+        averaging = _average_if_better(task, trained, averaging, validation_data)
+    return model, history, averaging, stopped
 
 
 def _average_if_better(task, trained, averaging, validation_data):

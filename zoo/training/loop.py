@@ -181,6 +181,9 @@ class Options:
     strategy: object = None  # a tf.distribute.Strategy; None: the default strategy
     checkpoint_dir: Path | None = None  # None: no checkpoints, nothing to resume
     checkpoint_every: int | None = None  # steps between checkpoints inside an epoch
+    # A time.time() at which training stops after the step in flight (an accelerator's
+    # lease): the driver adds ``callbacks.StopAtDeadline``.
+    deadline: float | None = None
 
     def __post_init__(self):
         if self.checkpoint_every and not backend.is_tensorflow():
@@ -250,6 +253,8 @@ def fit(model, train_data, epochs, validation_data=None, callbacks=(), run_descr
             callback_list.on_train_batch_begin(step)
             logs = train_step(iterator)
             callback_list.on_train_batch_end(step, logs)
+            if model.stop_training:  # a deadline (the epoch ends here, validated)
+                break
             if checkpoint and checkpoint_every and (step + 1) % checkpoint_every == 0 \
                     and step + 1 < len(train_data):
                 checkpoint.save(epoch, step + 1, callbacks, history)

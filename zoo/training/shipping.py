@@ -4,6 +4,7 @@ and its metadata records how it was trained."""
 import os
 import platform
 import time
+from pathlib import Path
 
 import importlib.metadata
 
@@ -41,6 +42,23 @@ def _has_gpu():
         return torch.cuda.is_available()
     devices = " ".join(keras.distribution.list_devices()).lower()
     return "gpu" in devices or "cuda" in devices
+
+
+# The metadata key of a preset written as trained, before its decoding is chosen and its
+# test splits scored (``zoo train --no-finish``); its value says how to finish it.
+UNFINISHED = "unfinished"
+
+
+def ship_unfinished(model, out_dir, metadata):
+    """Save a trained preset as it is, marked ``UNFINISHED`` (its card says so too)."""
+    name = metadata["training"]["recipe"]["name"]
+    metadata = {**metadata, UNFINISHED: f"trained, not yet judged: `zoo train {name} "
+                                        f"--retune-decoding --out {out_dir}` chooses its "
+                                        f"decoding on validation and scores its test splits"}
+    card = (f"# {Path(out_dir).name}\n\n{metadata.get('description', '')}\n\n"
+            f"This preset is {metadata[UNFINISHED]}.\n")
+    return presets.save(model, out_dir, metadata=metadata, card=card,
+                        weights_dtype=metadata["weights_dtype"])
 
 
 def ship(model, out_dir, metadata, score, card):

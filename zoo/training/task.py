@@ -81,6 +81,11 @@ class Task:
         """The preset's metadata before scoring; ``record``: how it was trained."""
         raise NotImplementedError
 
+    def choose_decoding(self, model, splits):
+        """Settings chosen on validation after training, set on ``model`` (a translator's
+        length penalty and search defaults); the metadata entries that record them."""
+        return {}
+
     def score(self, shipped, splits):
         """The scores of the shipped preset (and its ``headline``), for its metadata."""
         raise NotImplementedError

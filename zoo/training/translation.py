@@ -20,11 +20,11 @@ from zoo import presets
 from zoo.data import generated, parallel, tatoeba
 from zoo.evaluation import splits as split_rules
 from zoo.evaluation import translation as scoring
-from zoo.evaluation.metrics import metric_of
+from zoo.evaluation.metrics import chrf
 from zoo.models.losses import SmoothedCrossentropy
 from zoo.text import END_ID, START_ID, TranslationPreprocessor, Vocabulary, tokenize
 from zoo.text.vocabulary import pad_batch
-from zoo.training import alignment, recipes
+from zoo.training import alignment, recipes, shipping
 from zoo.training.batches import bucket_width, bucketed_dataset, mixed_dataset
 from zoo.training.loop import Ids
 from zoo.training.optimizer import adam
@@ -286,10 +286,10 @@ class TranslationTask(Task):
                 f"{model.count_params():,} parameters")
 
     def describe(self, model, splits, record):
-        recipe, metric, preprocessor = self.recipe, self.recipe.metric, model.preprocessor
+        recipe, preprocessor = self.recipe, model.preprocessor
         return {
             "task": recipe.task,
-            "metric": metric,
+            "metric": recipe.metric,
             "description": recipe.description,
             "architecture": recipe.model,
             "source_language": recipe.source_language,
@@ -300,17 +300,17 @@ class TranslationTask(Task):
                            "pieces": "WordPiece (zoo.text.wordpiece)" if preprocessor.subwords
                            else "whole words"},
             "training": {**record, **self.initial_preset_record()},
-            **self.choose_decoding(model, splits, metric),
             "weights_dtype": recipe.weights_dtype,
             **self.terms(),
         }
 
-    def choose_decoding(self, model, splits, metric):
+    def choose_decoding(self, model, splits):
         """The decoding settings a preset ships with, chosen on validation: the length
         penalty, then (where the language has real-text validation sets) the default
         output rules and coverage penalty (``scoring.choose_search_defaults``); the metadata
         entries that record them. A preset re-tuned starts from none, so that its choice does not
         depend on the previous one."""
+        metric = self.recipe.metric
         scoring.set_search_defaults(model, {})
         choices = {f"validation_{metric}": scoring.tune_decoding(
                        model, *splits["validation"], metric, self.printer),
@@ -498,8 +498,8 @@ def retune_decoding(directory, data_dir=None, printer=print):
     splits = task.evaluation_splits()
     metadata = presets.describe(directory)
     model = zoo.load(directory)
-    metric = metric_of(metadata)
-    metadata.update(task.choose_decoding(model, splits, metric))
+    metadata.pop(shipping.UNFINISHED, None)
+    metadata.update(task.choose_decoding(model, splits))
     metadata["training"]["decoding_retuned"] = {
         "command": f"zoo train {task.recipe.name} --retune-decoding",
         "length_penalties": list(scoring.LENGTH_PENALTIES),
@@ -509,3 +509,35 @@ def retune_decoding(directory, data_dir=None, printer=print):
         "length_penalty": model.length_penalty, "output_rules": model.output_rules,
         "coverage_penalty": model.coverage_penalty})
     return Path(directory)
+
+
+# The most a retrained translator may lose on Tatoeba's test split and still ship in
+# place of the preset it retrains (issue 51): it must beat it on real text.
+TATOEBA_LOSS_ALLOWED = 1.0
+
+
+def against_shipped(directory, name, data_dir=None, printer=print):
+    """Whether the finished preset in ``directory`` (retrained) ships in place of the
+    shipped preset ``name``: it must beat it in chrF (beam 5, each with its own decoding
+    defaults) on NTREX-128's test part and on each real-text validation set of the
+    language, and lose at most ``TATOEBA_LOSS_ALLOWED`` BLEU on Tatoeba's test split
+    (beam 5). Returns both sides' figures and ``"ships"``."""
+    task = preset_task(directory, data_dir, printer)
+    retrained, shipped = zoo.load(directory), zoo.load(name)
+    source = task.recipe.source_language
+    sets = {**split_rules.in_direction(task._real_text_sets("validation"), source),
+            **{n: pairs for n, pairs in task.real_text_tests().items() if n.startswith("ntrex")}}
+    figures = {}
+    for label, (sources, references) in sets.items():
+        figures[label] = {
+            which: chrf(model.translate(sources, beam_size=5, check_outputs=False),
+                        references)["score"]
+            for which, model in (("retrained", retrained), ("shipped", shipped))}
+        printer(f"{label}: chrF {figures[label]}")
+    tatoeba = {which: presets.describe(preset)["test"]["beam5"]["bleu"]["score"]
+               for which, preset in (("retrained", directory), ("shipped", name))}
+    figures["tatoeba_test_bleu"] = tatoeba
+    beats = all(figures[label]["retrained"] > figures[label]["shipped"] for label in sets)
+    keeps_tatoeba = tatoeba["retrained"] >= tatoeba["shipped"] - TATOEBA_LOSS_ALLOWED
+    return {"figures": figures, "beats_on_real_text": beats,
+            "keeps_tatoeba": keeps_tatoeba, "ships": beats and keeps_tatoeba}
