@@ -17,11 +17,12 @@ trainer (``zoo.training``) calls them for the scores and card a preset ships wit
 import importlib
 
 from zoo.evaluation.metrics import (
-    BLEU_TOKENIZE, LENGTH_BUCKETS, REAL_TEXT_BUCKETS, SEQUENCE_METRICS,
-    attention_on_punctuation, bleu, bleu_by_source_length, bleu_gain, bucket_name,
-    by_source_length, chrf, decoding_failures, exact_match, length_buckets, made_up_words,
-    metric_of, punctuation_only, real_text_scores, repeated_phrases, sequence_score,
-    source_length, stutters, translation_scores, unknown_outputs)
+    BLEU_TOKENIZE, DECODING_FAILURE_TARGETS, LENGTH_BUCKETS, REAL_TEXT_BUCKETS,
+    SEQUENCE_METRICS, attention_on_punctuation, bleu, bleu_by_source_length, bleu_gain,
+    bucket_name, by_source_length, chrf, decoding_failures, exact_match,
+    failures_beyond_targets, length_buckets, made_up_words, metric_of, punctuation_only,
+    real_text_scores, repeated_phrases, sequence_score, source_length, stutters,
+    translation_scores, unknown_outputs)
 
 
 def scoring_of(kind):
@@ -36,9 +37,9 @@ def scoring_of(kind):
 
 
 __all__ = [
-    "BLEU_TOKENIZE", "LENGTH_BUCKETS", "REAL_TEXT_BUCKETS", "SEQUENCE_METRICS",
-    "attention_on_punctuation", "bleu", "bleu_by_source_length", "bleu_gain", "bucket_name",
-    "by_source_length", "chrf", "decoding_failures", "exact_match", "length_buckets",
-    "made_up_words", "metric_of", "punctuation_only", "real_text_scores", "repeated_phrases",
-    "sequence_score", "source_length", "stutters", "scoring_of", "translation_scores",
-    "unknown_outputs"]
+    "BLEU_TOKENIZE", "DECODING_FAILURE_TARGETS", "LENGTH_BUCKETS", "REAL_TEXT_BUCKETS",
+    "SEQUENCE_METRICS", "attention_on_punctuation", "bleu", "bleu_by_source_length",
+    "bleu_gain", "bucket_name", "by_source_length", "chrf", "decoding_failures",
+    "exact_match", "failures_beyond_targets", "length_buckets", "made_up_words", "metric_of",
+    "punctuation_only", "real_text_scores", "repeated_phrases", "sequence_score",
+    "source_length", "stutters", "scoring_of", "translation_scores", "unknown_outputs"]

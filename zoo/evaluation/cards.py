@@ -1,7 +1,7 @@
 """The model card (README.md) of every kind of preset, from its metadata alone: what a
 preset ships with (``zoo.training``) and what re-scoring rewrites."""
 
-from zoo.evaluation.metrics import metric_of
+from zoo.evaluation.metrics import DECODING_FAILURE_TARGETS, metric_of
 
 
 def text_pipeline_line(vocabulary):
@@ -86,17 +86,25 @@ def _search_defaults_lines(metadata):
 
     chosen = {**metadata["output_rules"], **({"coverage_penalty": metadata["coverage_penalty"]}
                                              if metadata["coverage_penalty"] else {})}
-    lines = [f"- search defaults (`translate`'s output rules and coverage penalty, issue 41): "
-             f"{named(chosen)}; of the options below, the best chrF on real text among those "
-             f"that keep the Tatoeba validation {label} of none (beam 5; validation sentences: "
-             f"{sizes}; stutter: a word or phrase three times in a row; repeated phrase: "
-             f"three words said twice where the reference does not; short: under half the "
-             f"reference's words):", "",
-             f"  | options | real-text chrF | Tatoeba {label} | stutter | repeated phrase "
-             f"| short |", "  |---|---|---|---|---|---|"]
+    targets = ", ".join(f"{name.replace('_', ' ')} {target:g}%"
+                        for name, target in DECODING_FAILURE_TARGETS.items())
+    lines = [f"- search defaults (`translate`'s output rules and coverage penalty, issue 51): "
+             f"{named(chosen)}; of the options below, those whose Tatoeba validation {label} "
+             f"is within noise of none's (the 95% paired bootstrap interval of the gain "
+             f"reaches 0), then those least beyond the failure targets ({targets}), then "
+             f"those that keep none's {label} (else those that lose least), then the best "
+             f"chrF on real text (beam 5; validation sentences: {sizes}; stutter: a word "
+             f"or phrase three times in a row; repeated phrase: three words said twice where "
+             f"the reference does not; short: under half the reference's words):", "",
+             f"  | options | real-text chrF | Tatoeba {label} | gain on none (95%) | stutter "
+             f"| repeated phrase | short |", "  |---|---|---|---|---|---|---|"]
     for result in validation["candidates"]:
+        gain = result.get(f"{metric}_gain")
+        interval = "{:+.2f} [{:+.2f}, {:+.2f}]".format(gain["gain"], *gain["interval_95"]) \
+            if gain else ""
         lines.append(f"  | {named(result['options'])} | {result['chrf']} | {result[metric]} | "
-                     f"{result['stutter']}% | {result['repeated_phrase']}% | {result['short']}% |")
+                     f"{interval} | {result['stutter']}% | {result['repeated_phrase']}% | "
+                     f"{result['short']}% |")
     return lines + [""]
 
 

@@ -126,6 +126,11 @@ def repeated_phrases(words, size=3):
     return {phrase for phrase, count in counts.items() if count > 1}
 
 
+# What a translator's search may leave of each failure, in percent of outputs (issues 41
+# and 51: at most 1% that stutter, 5% that repeat a phrase, 3% under half the reference).
+DECODING_FAILURE_TARGETS = {"stutter": 1.0, "repeated_phrase": 5.0, "short": 3.0}
+
+
 def decoding_failures(hypotheses, references, language):
     """The failures a reader sees at once in a search's outputs (issue 41; Koehn and
     Knowles 2017), as percentages of outputs, counted in words without punctuation
@@ -141,6 +146,13 @@ def decoding_failures(hypotheses, references, language):
         counts["short"] += 2 * len(said) < len(meant)
     return {"outputs": len(hypotheses),
             **{name: _percent(count, len(hypotheses)) for name, count in counts.items()}}
+
+
+def failures_beyond_targets(failures):
+    """How far ``decoding_failures``' figures go past ``DECODING_FAILURE_TARGETS``: the
+    percentage points above each target, summed (0 where every target holds)."""
+    return round(sum(max(0.0, failures[name] - target)
+                     for name, target in DECODING_FAILURE_TARGETS.items()), 2)
 
 
 def punctuation_only(word):

@@ -140,12 +140,13 @@ def set_search_defaults(model, candidate):
 
 def choose_search_defaults(model, textbook, real_text, metric="bleu", beam_size=5,
                            candidates=SEARCH_DEFAULT_CANDIDATES, printer=print):
-    """Set the model's ``output_rules`` and ``coverage_penalty`` to the candidate with the
-    best chrF on the real-text validation sets (``real_text``: ``{name: (sources,
-    references)}``, long sentences among them) whose beam-5 ``metric`` on the textbook
-    validation pairs (``textbook``: ``(sources, references)``) is not below that of no
-    option; returns each candidate's figures (chrF, the metric,
-    ``metrics.decoding_failures``). A coverage penalty is tried on attention models
+    """Set the model's ``output_rules`` and ``coverage_penalty`` to the candidate that
+    ``chosen_search_defaults`` picks from each one's figures, tried at beam 5 on the
+    real-text validation sets (``real_text``: ``{name: (sources, references)}``, long
+    sentences among them) and the textbook validation pairs (``textbook``: ``(sources,
+    references)``); returns those figures (real-text chrF and
+    ``metrics.decoding_failures``, the textbook ``metric`` and its gain on no option with
+    a 95% paired bootstrap interval). A coverage penalty is tried on attention models
     only."""
     language = model.target_language
     sources = [s for pairs in real_text.values() for s in pairs[0]]
@@ -154,27 +155,62 @@ def choose_search_defaults(model, textbook, real_text, metric="bleu", beam_size=
     def translated(texts):
         return model.translate(texts, beam_size=beam_size, check_outputs=False)
 
-    results = []
+    results, textbook_of_none = [], None
     for candidate in candidates:
         if candidate.get("coverage_penalty") and not model.has_attention:
             continue
         set_search_defaults(model, candidate)  # the candidate alone, whatever was set before
-        hypotheses = translated(sources)
+        hypotheses, textbook_outputs = translated(sources), translated(textbook[0])
+        if textbook_of_none is None:  # the first candidate: no option
+            textbook_of_none = textbook_outputs
         result = {"options": candidate,
                   "chrf": metrics.chrf(hypotheses, references)["score"],
-                  metric: metrics.sequence_score(metric, translated(textbook[0]),
-                                                 textbook[1], language),
+                  metric: metrics.sequence_score(metric, textbook_outputs, textbook[1], language),
+                  f"{metric}_gain": _textbook_gain(metric, textbook_outputs, textbook_of_none,
+                                                   textbook[1], language),
                   **metrics.decoding_failures(hypotheses, references, language)}
         printer(f"search options {candidate or 'none'}: real-text chrF {result['chrf']}, "
-                f"textbook {metric} {result[metric]}, stutter {result['stutter']}%, repeated "
-                f"phrase {result['repeated_phrase']}%, short {result['short']}%")
+                f"textbook {metric} {result[metric]} (gain on none "
+                f"{result[f'{metric}_gain']['interval_95']}), stutter {result['stutter']}%, "
+                f"repeated phrase {result['repeated_phrase']}%, short {result['short']}%")
         results.append(result)
-    floor = results[0][metric]  # no option: the textbook score the defaults may not lower
-    allowed = [r for r in results if r[metric] >= floor]
-    chosen = max(allowed, key=lambda r: r["chrf"])["options"]  # the first on ties
+    chosen = chosen_search_defaults(results, metric)
     set_search_defaults(model, chosen)
     printer(f"search defaults chosen: {chosen or 'none'}")
     return results
+
+
+def _textbook_gain(metric, hypotheses, of_none, references, language):
+    """A candidate's textbook ``metric`` minus no option's, with its 95% paired bootstrap
+    interval (``metrics.bleu_gain``); for exact match the difference alone, as its
+    interval (the generated tasks have no real-text sets: never chosen on)."""
+    if metric == "bleu":
+        return metrics.bleu_gain(hypotheses, of_none, references, language)
+    gain = round(metrics.sequence_score(metric, hypotheses, references, language)
+                 - metrics.sequence_score(metric, of_none, references, language), 2)
+    return {"gain": gain, "interval_95": [gain, gain]}
+
+
+def chosen_search_defaults(results, metric="bleu"):
+    """The rule that picks a translator's search defaults from its candidates' figures
+    (``choose_search_defaults``; the first candidate is no option):
+
+    1. only candidates whose textbook ``metric`` is within noise of no option's: the
+       95% paired bootstrap interval of their gain reaches 0;
+    2. of those, the ones that leave the least failure beyond the targets
+       (``metrics.failures_beyond_targets``: the real-text outputs that stutter, repeat a
+       phrase or come out short), so that a failure rate above a target is not kept for
+       a textbook difference within noise;
+    3. of those, the ones whose textbook ``metric`` is not below no option's; where each
+       is below, the ones with the best (the fix that costs least);
+    4. of those, the best real-text chrF; the first on ties.
+    """
+    within_noise = [r for r in results if r[f"{metric}_gain"]["interval_95"][1] >= 0]
+    least = min(metrics.failures_beyond_targets(r) for r in within_noise)
+    fewest = [r for r in within_noise if metrics.failures_beyond_targets(r) == least]
+    floor = min(results[0][metric], max(r[metric] for r in fewest))
+    kept = [r for r in fewest if r[metric] >= floor]
+    return max(kept, key=lambda r: r["chrf"])["options"]
 
 
 def tune_decoding(model, sources, references, metric, printer):
