@@ -44,10 +44,12 @@ def test_metadata_records_training_and_checksums(name):
     for key in ("task", "description", "data", "training", "parameters", "files", "headline"):
         assert metadata.get(key), key
     training = metadata["training"]
-    # zoo train; or, for the character LMs, the script that trained a copy of the network
-    # on JAX on the lent GPU machine before zoo train ran there (since deleted).
+    # zoo train; its device run (training/device_run.py); or a lent GPU machine's scripts
+    # that ran before these could: for the character LMs, training/charlm_on_jax.py (since
+    # deleted), for the zh->en translator the pack-and-train scripts of shared/gpu.
     assert training["command"].startswith(
-        (f"zoo train {name}", f"python training/charlm_on_jax.py train {name}"))
+        (f"zoo train {name}", "python training/device_run.py train",
+         f"python training/charlm_on_jax.py train {name}", f"python pretokenize.py {name}"))
     assert training["wall_time_seconds"] > 0 and training["epochs_run"] >= 1
     assert "CPU cores" in training["machine"]
     assert (ROOT / "zoo" / "recipes" / f"{name}.json").is_file()

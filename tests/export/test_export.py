@@ -238,8 +238,9 @@ def test_quantized_tflite_is_small_and_keeps_bleu(exports, test_pairs, sources):
     sizes = {v: exports[v].stat().st_size for v in ("float32", "float16", "dynamic")}
     assert sizes["dynamic"] <= 0.30 * sizes["float32"]
     # Half the weights, and the graphs of five signatures, which stay float32 (51.7%
-    # measured with the output rules' two).
-    assert sizes["float16"] <= 0.52 * sizes["float32"]
+    # measured with the output rules' two; 52.4% with the coverage penalty's too, the
+    # defaults of the zh->en preset retrained in December 2026).
+    assert sizes["float16"] <= 0.53 * sizes["float32"]
     scores = {
         v: evaluation.bleu(TFLiteTranslator(exports[v]).translate(sources), references,
                            "en")["score"]
