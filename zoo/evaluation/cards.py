@@ -252,8 +252,8 @@ def card_training_lines(metadata, sizes_key):
     ] + ([f"- checkpoint averaging: {averaging_summary(training['checkpoint_averaging'])}"]
          if "checkpoint_averaging" in training else []) + (
         [f"- stopped at its deadline in epoch {training['stopped_at_deadline']['epoch']}, after "
-         f"{training['stopped_at_deadline']['steps']} of its steps: the weights reached then "
-         f"ship"] if "stopped_at_deadline" in training else []) + (
+         f"{training['stopped_at_deadline']['steps']} of its steps"]
+        if "stopped_at_deadline" in training else []) + (
         [f"- note: {training['note']}"] if "note" in training else [])
 
 

@@ -64,7 +64,8 @@ class AverageLastEpochs(keras.callbacks.Callback):
 class StopAtDeadline(keras.callbacks.Callback):
     """Stops training after the first step that ends at or past ``deadline`` (a
     ``time.time()`` value): the epoch ends there, validated as every epoch is (the moving
-    average of the weights swapped in), and the weights it leaves ship. ``stopped_at``:
+    average of the weights swapped in), and early stopping then restores the best
+    validated weights, those of the cut epoch where they are best. ``stopped_at``:
     ``{"epoch": k, "steps": n}`` (epoch counted from 1, the steps of it taken), or None."""
 
     def __init__(self, deadline):
