@@ -81,9 +81,30 @@ def test_recipes_that_read_the_same_text_share_one_group():
         "gru_bahdanau_en_fr_guided", "gru_bahdanau_en_fr")]
     groups = packs.text_groups(shipped)
     assert {group: [r.name for r in members] for group, members in groups.items()} == {
-        "gru_bahdanau_cmn_en": ["gru_bahdanau_cmn_en", "lstm_seq2seq_cmn_en"],
-        "gru_bahdanau_en_cmn": ["gru_bahdanau_en_cmn"],
+        "gru_bahdanau_cmn_en": ["gru_bahdanau_cmn_en", "lstm_seq2seq_cmn_en",
+                                "gru_bahdanau_en_cmn"],
         "gru_bahdanau_en_fr_guided": ["gru_bahdanau_en_fr_guided", "gru_bahdanau_en_fr"]}
+
+
+def test_a_recipe_the_other_way_round_reads_the_groups_ids_from_the_other_side(french_data,
+                                                                                tmp_path):
+    reverse = toy_recipe("toy_fr_en", source_language="fr", target_language="en",
+                         vocabulary={"subwords": True, "source_size": 160, "target_size": 150})
+    manifest = packs.write_pack([toy_recipe(), reverse], tmp_path / "pack",
+                                data_dir=french_data, printer=lambda _: None)
+    assert list(manifest["groups"]) == ["toy_en_fr"]
+    pack = packs.read_pack(tmp_path / "pack")
+    forward = packs.PackedTranslationTask(pack, "toy_en_fr")
+    backward = packs.PackedTranslationTask(pack, "toy_fr_en")
+    there, back = forward.read_splits(), backward.read_splits()
+    assert back["train"] == there["train"][::-1]
+    assert back["validation"] == there["validation"][::-1]
+    text, reversed_text = forward.build_preprocessor(there), backward.build_preprocessor(back)
+    assert (reversed_text.source_language, reversed_text.target_language) == ("fr", "en")
+    french = [fr for _, fr in sentences()[:50]]
+    english = [en for en, _ in sentences()[:50]]
+    assert reversed_text.source_rows(french) == text.target_rows(french)
+    assert reversed_text.target_rows(english) == text.source_rows(english)
 
 
 def test_a_pack_holds_each_corpus_as_the_ids_the_text_pipeline_gives(french_data, tmp_path):

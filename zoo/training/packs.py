@@ -3,8 +3,8 @@ corpora are, to train where they are not (an accelerator lent for minutes, with 
 the corpora nor TensorFlow: ``training/device_run.py``).
 
 Recipes that read the same text the same way (languages, mix, vocabulary settings,
-longest pair) share one text pipeline and one set of ids: zh->en and its no-attention
-baseline, en->fr and its guided first stage. For each such group a pack holds:
+longest pair) share one text pipeline and one set of ids, whichever way they translate:
+zh->en, its no-attention baseline and en->zh; en->fr and its guided first stage. For each such group a pack holds:
 
     GROUP/text/              the text pipeline learned on the training split (its
                              vocabularies, as a preset's assets)
@@ -54,13 +54,17 @@ class PackError(ValueError):
 
 
 def text_key(recipe):
-    """What decides a recipe's ids: two recipes with the same key read their pairs into
-    the same ids (a fine-tune of ``initial_preset`` keeps its preset's, which shares its
-    group where that preset's recipe is in the pack)."""
+    """What decides a recipe's ids, whichever way it translates: two recipes with the
+    same key read their pairs into the same ids, one side's as the other's (zh->en and
+    en->zh with the same pieces for each language share them; a fine-tune of
+    ``initial_preset`` keeps its preset's, which shares its group where that preset's
+    recipe is in the pack)."""
+    vocabulary = dict(recipe.vocabulary)
+    sizes = {recipe.source_language: vocabulary.pop("source_size", None),
+             recipe.target_language: vocabulary.pop("target_size", None)}
     return json.dumps({
-        "languages": [recipe.source_language, recipe.target_language],
-        "corpus": recipe.corpus, "mix": recipe.mix, "vocabulary": recipe.vocabulary,
-        "max_train_tokens": recipe.max_train_tokens,
+        "languages": sorted(sizes), "pieces_by_language": sizes, "vocabulary": vocabulary,
+        "corpus": recipe.corpus, "mix": recipe.mix, "max_train_tokens": recipe.max_train_tokens,
         "max_source_length": recipe.model_config.get("max_source_length", 64)},
         sort_keys=True)
 
@@ -161,7 +165,8 @@ def _write_group(folder, members, data_dir, printer):
         start += size
         printer(f"  {recipe.name}: {corpus} {corpora[corpus]['packed']:,} of {size:,} pairs")
     validation = _write_rows(folder / f"{VALIDATION}.npz", preprocessor, *splits[VALIDATION])
-    return {"corpora": corpora, "validation": validation,
+    return {"source_language": recipe.source_language, "corpora": corpora,
+            "validation": validation,
             "split_sizes": {name: len(sides[0]) for name, sides in splits.items()},
             "vocabulary": {"source": len(preprocessor.source_vocabulary),
                            "target": len(preprocessor.target_vocabulary)}}
@@ -332,6 +337,8 @@ class PackedTranslationTask(TranslationTask):
         super().__init__(pack.recipe(name), printer=printer)
         self.pack, self.group = pack, pack.group_of(name)
         self.group_record = pack.manifest["groups"][self.group]
+        # The group's ids were written the other way round (a zh->en group for en->zh).
+        self.reversed = self.recipe.source_language != self.group_record["source_language"]
         self.presets_dir = Path(presets_dir) if presets_dir else None
         self.mix_sizes = {corpus: record["pairs"]
                           for corpus, record in self.group_record["corpora"].items()}
@@ -344,14 +351,23 @@ class PackedTranslationTask(TranslationTask):
         """``{"train": rows, "validation": rows}``; ``self.pools``: each corpus's share."""
         train_source, train_target, train_links, self.pools = [], [], [], []
         for corpus, record in self.group_record["corpora"].items():
-            source, target, links = rows_of(self.pack.arrays(self.group, corpus))
+            source, target, links = self._rows(corpus)
             train_source += source
             train_target += target
             train_links += links if links is not None else [set()] * len(source)
             self.pools.append((len(source), self._weight_of_pool(corpus, record)))
         self.links = train_links if self.recipe.guided_alignment else None
-        validation = rows_of(self.pack.arrays(self.group, VALIDATION))[:2]
+        validation = self._rows(VALIDATION)[:2]
         return {"train": (train_source, train_target), VALIDATION: validation}
+
+    def _rows(self, name):
+        """``rows_of`` a file of the group, in this recipe's direction."""
+        source, target, links = rows_of(self.pack.arrays(self.group, name))
+        if not self.reversed:
+            return source, target, links
+        if links is not None:
+            links = [{(s, t) for t, s in pair} for pair in links]
+        return target, source, links
 
     def _weight_of_pool(self, corpus, record):
         """A pass takes ``weight`` times the corpus's pairs: from a subsampled pool,
@@ -367,7 +383,12 @@ class PackedTranslationTask(TranslationTask):
     def build_preprocessor(self, splits):
         from zoo.text import TranslationPreprocessor
 
-        return TranslationPreprocessor.from_directory(self.pack.directory / self.group / "text")
+        text = TranslationPreprocessor.from_directory(self.pack.directory / self.group / "text")
+        if not self.reversed:
+            return text
+        return TranslationPreprocessor(
+            text.target_language, text.source_language, text.target_vocabulary,
+            text.source_vocabulary, text.max_source_length, subwords=text.subwords)
 
     @functools.cached_property
     def initial_preset(self):
