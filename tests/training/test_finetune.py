@@ -40,7 +40,9 @@ def test_fine_tune_a_preset_on_a_users_tsv(tmp_path):
     training.compile_for_training(model, learning_rate=1e-3)
     loss_before = model.evaluate(validation, verbose=0)
     history = model.fit(train, validation_data=validation, epochs=4, verbose=0)
-    assert history.history["val_loss"][-1] < loss_before - 0.3
+    # Relative, not absolute: the H200-trained preset already knows most of these words
+    # (validation loss 0.27 before, 0.05 after four epochs in December 2026's CI).
+    assert history.history["val_loss"][-1] < 0.5 * loss_before
     assert model.preprocessor.target_vocabulary.tokens == vocabulary_before  # vocabulary kept
     # "robot" is in the English vocabulary; 机器人 characters may map to [UNK].
     directory = zoo.presets.save(model, tmp_path / "cmn_en_mine", metadata={"task": "translation"})
