@@ -256,12 +256,29 @@ def test_compiled_model_is_saved_without_optimizer_state(tmp_path, rng):
         assert "optimizer" not in weights
 
 
-def test_float16_weights_are_half_the_size(tmp_path):
+def _stored_arrays(path):
+    import h5py
+
+    arrays = {}
+    with h5py.File(path) as weights:
+        weights.visititems(lambda name, item: arrays.update({name: item})
+                           if isinstance(item, h5py.Dataset) else None)
+        return {name: (item[()], item.compression, item.shuffle, item.id.get_storage_size())
+                for name, item in arrays.items()}
+
+
+def test_float16_weights_are_half_the_values_and_stored_compressed(tmp_path):
     model = keras.Sequential([keras.Input((None,)), keras.layers.Embedding(1000, 64)])
-    full = presets.save(model, tmp_path / "full") / "model.weights.h5"
-    half = presets.save(model, tmp_path / "half", weights_dtype="float16") / "model.weights.h5"
-    weights_bytes = model.count_params() * 2
-    assert full.stat().st_size - half.stat().st_size == pytest.approx(weights_bytes, rel=0.01)
+    full = _stored_arrays(presets.save(model, tmp_path / "full") / "model.weights.h5")
+    half = _stored_arrays(presets.save(model, tmp_path / "half", weights_dtype="float16")
+                          / "model.weights.h5")
+    (name, (values, compression, shuffle, stored)), = half.items()
+    assert values.dtype == np.float16 and compression == "gzip" and shuffle
+    assert values.nbytes == full[name][0].nbytes // 2 == model.count_params() * 2
+    assert stored < values.nbytes  # gzip after the byte shuffle gains on float16 weights
+    np.testing.assert_array_equal(values, model.get_weights()[0].astype(np.float16))
+    np.testing.assert_array_equal(zoo.load(tmp_path / "half").get_weights()[0],
+                                  values.astype(np.float32))
     with pytest.raises(ValueError, match="weights_dtype must be 'float32' or 'float16'"):
         presets.save(model, tmp_path / "bad", weights_dtype="int8")
 
