@@ -220,3 +220,20 @@ def test_real_batches_are_zoo_trains_batches_of_the_recipes_mix():
         np.testing.assert_array_equal(target_in[pairs, 1:][target_out[pairs, :-1] != END_ID],
                                       target_out[pairs, :-1][target_out[pairs, :-1] != END_ID])
         assert source.max() < 4500 and target_out.max() < 6016
+
+
+@pytest.mark.slow
+def test_the_torch_run_prints_consistent_figures(tmp_path):
+    """PyTorch (eager: its first step compiles nothing, it is only slower), as a GPU
+    machine runs it beside JAX."""
+    pytest.importorskip("torch")
+    batches_file = tmp_path / "batches.npz"
+    training.write_batches(batches_file, _real_like_batches())
+    lines = []
+    results = training.benchmark_training(
+        backends=["torch"], threads=[1], batches=[3], widths=[4], real_batches=2,
+        batches_file=batches_file, rounds=2, wait_for_quiet=False, printer=lines.append,
+        embedding_dim=TINY["embedding_dim"], units=TINY["units"], vocabulary=TINY["vocabulary"])
+    _check_printed_figures(lines, results)
+    (run,) = results["runs"]
+    assert (run["backend"], run["device"], run["threads"]) == ("torch", "cpu", 1)

@@ -166,6 +166,8 @@ def mix_batches(name, count, batch_size=None, data_dir=None, seed=0, printer=pri
 
 
 def write_batches(path, batches):
+    """``batches`` (``mix_batches``') into the ``.npz`` file ``path`` (its folder made)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     arrays = {f"{part}_{i}": array for i, batch in enumerate(batches)
               for part, array in zip(("source", "target_in", "target_out"), batch)}
     np.savez_compressed(path, **arrays)
