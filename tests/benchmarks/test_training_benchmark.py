@@ -128,6 +128,9 @@ def _check_printed_figures(lines, results):
         assert all(run["cases"][0][side]["compile_seconds"][first_shape] > 0
                    for side in ("zoo", "keras"))
         assert run["parameters"]["zoo"] == run["parameters"]["keras"]
+        assert 0 <= run["others_share_while_timing"] <= 1  # read from /proc/stat here
+        assert (f"other work took {run['others_share_while_timing']:.0%} of this process's "
+                "cores while the rounds were timed") in lines
         assert all(rate > 0 for rate in run["matmul_gflops"].values())
         assert run["limit_gflops"] == max(run["matmul_gflops"].values())
         for case in run["cases"]:

@@ -379,6 +379,7 @@ def measure(spec):
         _use_cores(spec["threads"])
     import keras
 
+    from zoo.layers import machine_load
     from zoo.layers.timing import alternate_rounds, paired_speed_ratio
 
     backend = keras.backend.backend()
@@ -421,7 +422,9 @@ def measure(spec):
                  for case, batches in cases.items() for side, model in models.items()}
     functions["matmul", "model"] = _matmul(backend, rows, e, v)
     functions["matmul", "square"] = _matmul(backend, square, square, square)
+    before = machine_load.reading()
     seconds = alternate_rounds(functions, spec["rounds"], 1)
+    others_share = machine_load.others_share(before, machine_load.reading())
     rates = {"model": 2 * rows * e * v / statistics.median(seconds["matmul", "model"]) / 1e9,
              "square": 2 * square**3 / statistics.median(seconds["matmul", "square"]) / 1e9}
     limit = max(rates.values())
@@ -430,7 +433,8 @@ def measure(spec):
                "parameters": {side: int(model.count_params()) for side, model in models.items()},
                "matmul_gflops": {f"[{rows}x{e}]x[{e}x{v}]": rates["model"],
                                  f"{square}x{square}": rates["square"]},
-               "limit_gflops": limit, "rounds": spec["rounds"], "cases": []}
+               "limit_gflops": limit, "rounds": spec["rounds"],
+               "others_share_while_timing": others_share, "cases": []}
     for case, batches in cases.items():
         tokens = sum(int(np.count_nonzero(out)) for _, _, out in batches) / len(batches)
         flops = sum(step_flops(models["zoo"], batch) for batch in batches) / len(batches)
@@ -621,6 +625,9 @@ def print_run(name, run, machine_info, printer=print):
     rates = ", ".join(f"{rate:.1f} GFLOP/s at {shape}"
                       for shape, rate in run["matmul_gflops"].items())
     printer(f"matmul rate: {rates}; share of {run['limit_gflops']:.1f} GFLOP/s")
+    if run.get("others_share_while_timing") is not None:
+        printer(f"other work took {run['others_share_while_timing']:.0%} of this process's "
+                "cores while the rounds were timed")
     printer(f"{'case':<26}{'model':<7}{'tokens/step':>12}{'step ms':>11}  {'95% interval':<17}"
             f"{'tokens/s':>11}{'share':>7}  compile s per shape")
     for case in run["cases"]:
