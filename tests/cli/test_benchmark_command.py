@@ -49,3 +49,47 @@ def test_thread_settings_reach_the_decoding_benchmark(capsys):
     assert capsys.readouterr().err == (
         "zoo: error: --threads must be positive numbers of threads, N or N/M (intra-op/"
         "inter-op); got 2 1/x.\n")
+
+
+def test_training_options_reach_the_training_benchmark(capsys):
+    from zoo.benchmarks import training
+
+    with mock.patch.object(training, "benchmark_training", return_value={}) as benchmark:
+        assert cli.main(["benchmark", "training"]) == 0
+        assert cli.main(["benchmark", "training", "gru_bahdanau_en_cmn", "--backends", "jax",
+                         "--threads", "1", "2", "--batches", "8", "16", "--width", "16", "101",
+                         "--real-batches", "0", "--units", "6", "--embedding-dim", "4",
+                         "--vocabulary", "40", "50", "--rounds", "2", "--batches-file", "b.npz",
+                         "--data-dir", "data"]) == 0
+    common = {"batches_file": None, "embedding_dim": None, "units": None, "vocabulary": None,
+              "data_dir": None, "backends": None}
+    assert benchmark.call_args_list == [
+        mock.call("gru_bahdanau_cmn_en", threads=[None], **common),
+        mock.call("gru_bahdanau_en_cmn", threads=[1, 2], backends=["jax"], batches=[8, 16],
+                  widths=[16, 101], real_batches=0, units=6, embedding_dim=4,
+                  vocabulary=(40, 50), rounds=2, batches_file="b.npz", data_dir="data")]
+
+
+def test_training_benchmark_usage_errors(capsys, monkeypatch):
+    from zoo.benchmarks import training
+
+    def measured(*_, **__):
+        raise AssertionError("measured despite a bad option")
+
+    monkeypatch.setattr(training, "_run_worker", measured)
+    monkeypatch.setattr(training, "mix_batches", measured)
+    for argv in (["--threads", "1/2"], ["--backends", "tensorfow"], ["--batch", "4"],
+                 ["--width", "0"], ["--real-batches", "-2"], ["--remeasure"]):
+        assert cli.main(["benchmark", "training", *argv]) == 2
+    assert cli.main(["benchmark", "layers", "--backends", "jax", "--width", "8"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        ("zoo: error: --threads for training takes positive numbers of cores (N, each run "
+         "pinned to N cores); got 1/2."),
+        ("zoo: error: --backends: 'tensorfow' is not a Keras backend; accepted: tensorflow, "
+         "jax, torch."),
+        "zoo: error: --batch is not an option of zoo benchmark training.",
+        "zoo: error: --width takes positive whole numbers; received [0].",
+        "zoo: error: --real-batches takes a number of batches, 0 or more; received -2.",
+        "zoo: error: --remeasure is not an option of zoo benchmark training.",
+        ("zoo: error: --backends, --width: options of zoo benchmark training, not of zoo "
+         "benchmark layers.")]

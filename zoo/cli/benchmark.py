@@ -15,14 +15,19 @@ EXAMPLES = {
         "zoo benchmark decoding gru_bahdanau_cmn_en",
         "zoo benchmark decoding gru_bahdanau_cmn_en --baseline ../other-checkout",
         "zoo benchmark decoding gru_bahdanau_cmn_en --threads 1 2 1/2",
+        "zoo benchmark training",
+        "zoo benchmark training gru_bahdanau_cmn_en --backends tensorflow jax --threads 1 2",
+        "zoo benchmark training --backends jax --batches 512 --batches-file mix.npz",
     ],
 }
 
 
 def add_parsers(commands):
     bench = commands.add_parser("benchmark", help="measure speed side by side, in one run")
-    bench.add_argument("what", choices=["layers", "translate", "serve", "decoding"])
-    bench.add_argument("name", nargs="?", help="translate, serve, decoding: the preset to measure")
+    bench.add_argument("what", choices=["layers", "translate", "serve", "decoding", "training"])
+    bench.add_argument("name", nargs="?",
+                       help="translate, serve, decoding: the preset to measure; training: the "
+                            "recipe (default gru_bahdanau_cmn_en)")
     bench.add_argument("--requests", type=int,
                        help="serve: requests per concurrency level (default 200)")
     bench.add_argument("--rounds", type=int,
@@ -40,6 +45,27 @@ def add_parsers(commands):
                             "inter-op pools, PyTorch's), or N/M: N intra-op and M inter-op; "
                             "layers: several: one run of the benchmark each, in a process of "
                             "its own; decoding: a process for each, timed side by side")
+    bench.add_argument("--backends", nargs="+", metavar="BACKEND",
+                       help="training: the Keras backends, a process each (default: those "
+                            "installed of tensorflow, jax, torch)")
+    bench.add_argument("--batches", nargs="+", type=int, metavar="ROWS",
+                       help="training: the fixed shapes' batch sizes (default 64 256 512)")
+    bench.add_argument("--width", nargs="+", type=int, metavar="TOKENS",
+                       help="training: the fixed shapes' tokens each side (default 32; several: "
+                            "each batch size at each width)")
+    bench.add_argument("--real-batches", type=int, metavar="COUNT",
+                       help="training: batches of the recipe's mix as zoo train makes them "
+                            "(default 8; 0: fixed shapes only)")
+    bench.add_argument("--batches-file", metavar="FILE.npz",
+                       help="training: the real batches: read from FILE if it exists, else made "
+                            "from the corpora and written there (to carry to a machine "
+                            "without them)")
+    bench.add_argument("--units", type=int, help="training: the recurrent units (default: "
+                                                 "the recipe's)")
+    bench.add_argument("--embedding-dim", type=int,
+                       help="training: the embedding size (default: the recipe's)")
+    bench.add_argument("--vocabulary", nargs=2, type=int, metavar=("SOURCE", "TARGET"),
+                       help="training: vocabulary sizes (default: the shipped preset's)")
     bench.add_argument("--baseline",
                        help="decoding: another checkout of the zoo to compare with (without "
                             "it: each decoding option's cost)")
@@ -55,6 +81,9 @@ def _command_benchmark(args):
     # Only the options given: the benchmark functions hold the defaults.
     rounds = {"rounds": args.rounds} if args.rounds else {}
     requests = {"requests": args.requests} if args.requests else {}
+    if args.what == "training":
+        return _benchmark_training(args, rounds)
+    _refuse_training_options(args)
     args.threads = _thread_settings(args.threads)
     if args.what == "layers":
         results = _benchmark_layers(args, rounds)
@@ -80,6 +109,49 @@ def _command_benchmark(args):
                                                       **rounds)
     else:
         results = translate.benchmark_translate(args.name, data_dir=args.data_dir, **rounds)
+    if args.json:
+        print(json.dumps(results))
+    return 0
+
+
+_TRAINING_OPTIONS = ("backends", "batches", "width", "real_batches", "batches_file", "units",
+                     "embedding_dim", "vocabulary")
+
+
+def _refuse_training_options(args):
+    given = [option for option in _TRAINING_OPTIONS if getattr(args, option) is not None]
+    if given:
+        names = ", ".join("--" + option.replace("_", "-") for option in given)
+        raise UsageError(f"{names}: option{'s' if len(given) > 1 else ''} of zoo benchmark "
+                         f"training, not of zoo benchmark {args.what}.")
+
+
+def _benchmark_training(args, rounds):
+    """``zoo benchmark training [NAME]``: each backend (and thread count) in a process of
+    its own (``zoo.benchmarks.training``)."""
+    from zoo.benchmarks import training
+
+    for option in ("against", "baseline", "batch", "requests"):
+        if getattr(args, option):
+            raise UsageError(f"--{option} is not an option of zoo benchmark training.")
+    if args.remeasure:
+        raise UsageError("--remeasure is not an option of zoo benchmark training.")
+    threads = [None]
+    if args.threads:
+        if not all(text.isdigit() and int(text) > 0 for text in args.threads):
+            raise UsageError(f"--threads for training takes positive numbers of cores (N, "
+                             f"each run pinned to N cores); got {' '.join(args.threads)}.")
+        threads = [int(text) for text in args.threads]
+    options = {"backends": args.backends, "batches_file": args.batches_file,
+               "embedding_dim": args.embedding_dim, "units": args.units,
+               "vocabulary": tuple(args.vocabulary) if args.vocabulary else None,
+               "data_dir": args.data_dir, **rounds}
+    for option, key in (("batches", "batches"), ("width", "widths"),
+                        ("real_batches", "real_batches")):
+        if getattr(args, option) is not None:
+            options[key] = getattr(args, option)
+    results = training.benchmark_training(args.name or training.DEFAULT_RECIPE, threads=threads,
+                                          **options)
     if args.json:
         print(json.dumps(results))
     return 0
