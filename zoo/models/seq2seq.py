@@ -820,16 +820,29 @@ class AttentionSeq2Seq(Seq2Seq):
                               return_attention=False, real_only=False):
         embedded = self.dropout(self.target_embedding(target_input_ids), training=training)
         features = 3 * self.units  # [s_t; c_t], then the attention weights a_t
+        # The cell reads [E y_{t-1}; c_t]: the product of its kernel's embedding rows is
+        # made for every step at once, before the loop (and its gradient after it, one
+        # product each); inside, the context's rows only. The same weights, the cell's
+        # product split in two (decode_step keeps the whole one; the cell has no
+        # dropout of its own, which would mask the two parts together).
+        cell, split = self.decoder_cell, self.embedding_dim
+        kernel = ops.convert_to_tensor(cell.kernel)
+        embedding_kernel, context_kernel = kernel[:split], kernel[split:]
+        projected = ops.matmul(embedded, embedding_kernel)
+        if cell.use_bias:
+            projected = projected + cell._input_bias()
 
-        def step(embedded_t, states):
-            decoder_state, context, weights = self._cell_step(
-                embedded_t, {**state, "decoder": states[0]}, training=training
-            )
+        def step(projected_t, states):
+            context, weights = self.attention(
+                states[0], state["memory"], keys=state["keys"], memory_mask=state["mask"])
+            decoder_state, _ = cell.recurrent_step(
+                projected_t + ops.matmul(context, context_kernel), [states[0]],
+                training=training)
             # One output tensor per step (every backend's rnn takes that): the weights
             # ride after the features and are cut off again below.
             return ops.concatenate([decoder_state, context, weights], axis=-1), [decoder_state]
 
-        _, outputs, _ = backend.rnn(step, embedded, [state["decoder"]])
+        _, outputs, _ = backend.rnn(step, projected, [state["decoder"]])
         logits = self._output_logits(
             ops.concatenate([outputs[..., :features], embedded], axis=-1), target_input_ids,
             training, real_only)
