@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import MODELS, SOURCES, TARGETS, tiny_translator as _tiny
-from testcase import run_preset_round_trip
+from testcase import outputs_and_gradients, run_preset_round_trip
 from zoo.models import AttentionSeq2Seq
 from zoo.text import TranslationPreprocessor, Vocabulary
 
@@ -365,8 +365,6 @@ def _former_teacher_forced(model, target_input_ids, state):
 
 def test_the_embedding_product_outside_the_loop_gives_the_former_logits_and_gradients():
     from keras import ops
-
-    from testcase import outputs_and_gradients
 
     model = _tiny(AttentionSeq2Seq, units=24)
     rng = np.random.default_rng(0)  # biases too, which start at 0
