@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import MODELS, SOURCES, TARGETS, tiny_translator as _tiny
-from testcase import run_preset_round_trip
+from testcase import outputs_and_gradients, run_preset_round_trip
 from zoo.models import AttentionSeq2Seq
 from zoo.text import TranslationPreprocessor, Vocabulary
 
@@ -345,3 +345,44 @@ def test_inputs_that_are_not_strings_are_refused_clearly(toy_translators):
         model.translate(["你好。"], max_length=-3)
     assert model.translate([]) == []
     assert model.translate(("你好。",)) == model.translate("你好。")
+
+
+def _former_teacher_forced(model, target_input_ids, state):
+    """AttentionSeq2Seq's teacher forcing as it was written before the cell's embedding
+    product left the loop: the cell's whole product inside every step."""
+    from keras import ops
+    from keras.src import backend
+
+    embedded = model.target_embedding(target_input_ids)
+
+    def step(embedded_t, states):
+        decoder_state, context, _ = model._cell_step(embedded_t, {**state, "decoder": states[0]})
+        return ops.concatenate([decoder_state, context], axis=-1), [decoder_state]
+
+    _, outputs, _ = backend.rnn(step, embedded, [state["decoder"]])
+    return model.logits(ops.concatenate([outputs, embedded], axis=-1))
+
+
+def test_the_embedding_product_outside_the_loop_gives_the_former_logits_and_gradients():
+    from keras import ops
+
+    model = _tiny(AttentionSeq2Seq, units=24)
+    rng = np.random.default_rng(0)  # biases too, which start at 0
+    model.set_weights([rng.normal(scale=0.3, size=w.shape).astype("float32")
+                       for w in model.get_weights()])
+    source_ids = model.preprocessor.tokenize_sources(SOURCES)
+    decoder_in, _ = model.preprocessor.tokenize_targets(TARGETS)
+
+    def logits_and_loss(teacher_forced):
+        def run():
+            logits = teacher_forced(decoder_in, model.encode(source_ids))
+            return logits, ops.sum(logits * logits)
+        return outputs_and_gradients(run, [], model.trainable_variables)
+
+    new, new_gradients = logits_and_loss(model.decode_teacher_forced)
+    old, old_gradients = logits_and_loss(
+        lambda ids, state: _former_teacher_forced(model, ids, state))
+    np.testing.assert_allclose(new, old, rtol=1e-5, atol=1e-6)
+    assert len(new_gradients) == len(model.trainable_variables)
+    for new_gradient, old_gradient in zip(new_gradients, old_gradients, strict=True):
+        np.testing.assert_allclose(new_gradient, old_gradient, rtol=1e-4, atol=1e-5)

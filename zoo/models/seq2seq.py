@@ -205,13 +205,21 @@ class Seq2Seq(PresetModel):
                 "max_source_length": self.max_source_length}
 
     # -- the network -----------------------------------------------------------------------
-    def logits(self, features, training=False, output_product=None):
+    def logits(self, features, training=False, output_product=None, real=None):
         """Deep output: tanh projection to the embedding size, then the tied embedding.
 
         ``output_product``: ``hidden -> hidden E^T``, when the caller prepared it once for
-        many steps (decoding, ``_output_product``) instead of once per call.
+        many steps (decoding, ``_output_product``) instead of once per call. ``real``
+        (TensorFlow): a boolean mask of the positions of ``features [B, T, F]`` whose
+        logits are wanted; they come packed, ``[N, V]`` in row-major order. The product
+        over the vocabulary is then made for those alone; the projection and its dropout
+        run over every position, so that dropout draws what it draws for the whole batch.
         """
         hidden = self.dropout(self.output_projection(features), training=training)
+        if real is not None:
+            import tensorflow as tf
+
+            hidden = tf.boolean_mask(hidden, real)
         if output_product is None:
             transposed = ops.transpose(self.target_embedding.embeddings)
             return ops.matmul(hidden, transposed) + self.output_bias
@@ -247,11 +255,25 @@ class Seq2Seq(PresetModel):
         raise NotImplementedError
 
     def decode_teacher_forced(self, target_input_ids, state, training=False,
-                              return_attention=False):
+                              return_attention=False, real_only=False):
         """Logits ``[B, T, V]`` for every position, given the reference prefix; with
         ``return_attention`` (models with attention), ``(logits, attention [B, T, S])``,
-        what a training-only loss on the alignment reads (guided alignment)."""
+        what a training-only loss on the alignment reads (guided alignment); with
+        ``real_only`` on TensorFlow, the logits of the positions that are not padding
+        only, packed ``[N, V]`` in row-major order (``SmoothedCrossentropy`` takes them:
+        ``_output_logits``)."""
         raise NotImplementedError
+
+    def _output_logits(self, features, target_input_ids, training, real_only):
+        """``logits`` of the teacher-forced ``features [B, T, F]``: of every position, or
+        with ``real_only`` on TensorFlow of those where ``target_input_ids`` is not
+        padding (the output layer and the loss over the vocabulary were half of the
+        zh->en recipe's training step, and 41% of its target positions padding:
+        docs/benchmarks.md). Other backends compile fixed shapes: every position."""
+        real = None
+        if real_only and zoo_backend.is_tensorflow():
+            real = ops.not_equal(target_input_ids, PAD_ID)
+        return self.logits(features, training=training, real=real)
 
     def decoding_flops(self, source_length, steps):
         """Floating-point operations to encode a source of ``source_length`` pieces and
@@ -795,21 +817,35 @@ class AttentionSeq2Seq(Seq2Seq):
         return logits, {**state, "decoder": decoder_state}, weights
 
     def decode_teacher_forced(self, target_input_ids, state, training=False,
-                              return_attention=False):
+                              return_attention=False, real_only=False):
         embedded = self.dropout(self.target_embedding(target_input_ids), training=training)
         features = 3 * self.units  # [s_t; c_t], then the attention weights a_t
+        # The cell reads [E y_{t-1}; c_t]: the product of its kernel's embedding rows is
+        # made for every step at once, before the loop (and its gradient after it, one
+        # product each); inside, the context's rows only. The same weights, the cell's
+        # product split in two (decode_step keeps the whole one; the cell has no
+        # dropout of its own, which would mask the two parts together).
+        cell, split = self.decoder_cell, self.embedding_dim
+        kernel = ops.convert_to_tensor(cell.kernel)
+        embedding_kernel, context_kernel = kernel[:split], kernel[split:]
+        projected = ops.matmul(embedded, embedding_kernel)
+        if cell.use_bias:
+            projected = projected + cell._input_bias()
 
-        def step(embedded_t, states):
-            decoder_state, context, weights = self._cell_step(
-                embedded_t, {**state, "decoder": states[0]}, training=training
-            )
+        def step(projected_t, states):
+            context, weights = self.attention(
+                states[0], state["memory"], keys=state["keys"], memory_mask=state["mask"])
+            decoder_state, _ = cell.recurrent_step(
+                projected_t + ops.matmul(context, context_kernel), [states[0]],
+                training=training)
             # One output tensor per step (every backend's rnn takes that): the weights
             # ride after the features and are cut off again below.
             return ops.concatenate([decoder_state, context, weights], axis=-1), [decoder_state]
 
-        _, outputs, _ = backend.rnn(step, embedded, [state["decoder"]])
-        logits = self.logits(ops.concatenate([outputs[..., :features], embedded], axis=-1),
-                             training=training)
+        _, outputs, _ = backend.rnn(step, projected, [state["decoder"]])
+        logits = self._output_logits(
+            ops.concatenate([outputs[..., :features], embedded], axis=-1), target_input_ids,
+            training, real_only)
         return (logits, outputs[..., features:]) if return_attention else logits
 
 
@@ -873,11 +909,12 @@ class BottleneckSeq2Seq(Seq2Seq):
         return logits, {"h": h, "c": c}, None
 
     def decode_teacher_forced(self, target_input_ids, state, training=False,
-                              return_attention=False):
+                              return_attention=False, real_only=False):
         if return_attention:
             self._check_attention_level("word")  # the error: this model has no attention
         embedded = self.dropout(self.target_embedding(target_input_ids), training=training)
         outputs, _, _ = self.decoder(
             embedded, initial_state=[state["h"], state["c"]], training=training
         )
-        return self.logits(ops.concatenate([outputs, embedded], axis=-1), training=training)
+        return self._output_logits(ops.concatenate([outputs, embedded], axis=-1),
+                                   target_input_ids, training, real_only)

@@ -146,7 +146,7 @@ def alignment_loss(links, attention):
 class GuidedAlignmentTraining(keras.Model):
     """A translator as ``loop.fit`` trains it with guided alignment: the same weights
     (the translator is a tracked layer of this view, which has none of its own), the
-    same logits, and ``weight * alignment_loss`` added (``add_loss``) when a batch
+    same logits (of the real tokens only, on TensorFlow: ``RealTokensTraining``), and ``weight * alignment_loss`` added (``add_loss``) when a batch
     brings links: ``((source, [START] target, links), target [END])``. Validation
     batches bring none, so the validation loss stays the translation's cross-entropy,
     comparable with a run without guidance (early stopping watches it)."""
@@ -163,7 +163,7 @@ class GuidedAlignmentTraining(keras.Model):
         source_ids, target_input_ids, *links = inputs
         state = self.translator.encode(source_ids, training=training)
         logits, attention = self.translator.decode_teacher_forced(
-            target_input_ids, state, training=training, return_attention=True)
+            target_input_ids, state, training=training, return_attention=True, real_only=True)
         if links:
             self.add_loss(self.weight * alignment_loss(links[0], attention))
         return logits
