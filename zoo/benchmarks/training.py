@@ -141,14 +141,12 @@ def mix_batches(name, count, batch_size=None, data_dir=None, seed=0, printer=pri
         raise ValueError(f"zoo benchmark training {name}: its real batches need the recipe's "
                          f"corpora: {error} (or --real-batches 0: fixed shapes only).") from None
     preprocessor = TranslationPreprocessor.from_directory(Path(presets.resolve(name)) / "assets")
-    rng = np.random.default_rng(seed)
-    pool, start = [], 0
-    for size, weight in parts:  # a pass's draw, as batches.mixed_dataset makes it
-        indices = np.arange(start, start + size)
-        pool += [np.tile(indices, int(weight)), rng.choice(indices, round((weight % 1) * size),
-                                                           replace=False)]
-        start += size
-    chunk = rng.permutation(np.concatenate(pool))[: batch_size * batching.CHUNK_BATCHES]
+    starts = np.cumsum([0] + [size for size, _ in parts])
+    groups = [(np.arange(start, start + size), weight)
+              for start, (size, weight) in zip(starts, parts)]
+    # The first pass of a run seeded ``seed``, as batches.mixed_dataset draws it.
+    drawn = batching.drawn_pass(groups, np.random.default_rng([seed, 0]))
+    chunk = drawn[: batch_size * batching.CHUNK_BATCHES]
     data = rows_dataset(preprocessor.source_rows([sources[i] for i in chunk]),
                         preprocessor.target_rows([targets[i] for i in chunk]), batch_size,
                         shuffle=False, max_tokens=recipe.max_train_tokens,
@@ -379,13 +377,12 @@ def measure(spec):
         _use_cores(spec["threads"])
     import keras
 
+    from zoo.benchmarks.timing import median_with_interval, use_threads
     from zoo.layers import machine_load
     from zoo.layers.timing import alternate_rounds, paired_speed_ratio
 
     backend = keras.backend.backend()
     if spec.get("threads") and backend == "tensorflow":
-        from zoo.benchmarks.timing import use_threads
-
         use_threads(spec["threads"])
     if spec.get("threads") and backend == "torch":
         import torch
@@ -444,7 +441,7 @@ def measure(spec):
                  "flops_per_step": flops, "shapes": shapes}
         for side in models:
             steps = [s / len(batches) for s in seconds[side, case]]
-            step, interval = _median_with_interval(steps)
+            step, interval = median_with_interval(steps)
             entry[side] = {"step_seconds": step, "step_interval_95": interval,
                            "target_tokens_per_second": tokens / step,
                            "share_of_matmul_rate": flops / step / 1e9 / limit,
@@ -460,12 +457,6 @@ def _seconds(function):
     start = time.perf_counter()
     function()
     return time.perf_counter() - start
-
-
-def _median_with_interval(seconds):
-    from zoo.benchmarks.timing import median_with_interval
-
-    return median_with_interval(seconds)
 
 
 def _worker_main():

@@ -69,12 +69,19 @@ def mixed_dataset(groups, length_of, batch_of, output_signature, batch_size, see
 
     def batches_of_pass(index):
         rng = np.random.default_rng([seed, index])
-        drawn = [np.tile(indices, whole) for (indices, _), (whole, _) in zip(groups, shares)]
-        drawn += [rng.choice(indices, part, replace=False)
-                  for (indices, _), (_, part) in zip(groups, shares) if part]
-        batches = length_sorted_batches(rng.permutation(np.concatenate(drawn)), length_of,
-                                        batch_size)
+        batches = length_sorted_batches(drawn_pass(groups, rng), length_of, batch_size)
         for i in rng.permutation(len(batches)):
             yield batch_of(batches[i])
 
     return EpochData(batches_of_pass, count, output_signature, examples_in)
+
+
+def drawn_pass(groups, rng):
+    """The examples of one pass of ``mixed_dataset``, shuffled by ``rng``: of each group
+    ``(indices, weight)`` every example ``int(weight)`` times and a random ``weight % 1``
+    share of them once more."""
+    groups = [(np.asarray(indices), weight) for indices, weight in groups]
+    drawn = [np.tile(indices, int(weight)) for indices, weight in groups]
+    drawn += [rng.choice(indices, round((weight % 1) * len(indices)), replace=False)
+              for indices, weight in groups if round((weight % 1) * len(indices))]
+    return rng.permutation(np.concatenate(drawn))
