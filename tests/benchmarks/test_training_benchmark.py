@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tests.training.test_device_run import NO_TENSORFLOW
+from zoo.backend import usable_cores
 from zoo.benchmarks import training
 from zoo.text.vocabulary import END_ID, PAD_ID, START_ID
 
@@ -66,6 +67,8 @@ def test_bad_options_name_what_was_received_and_what_is_accepted(monkeypatch):
     cases = [({"batches": [64, 0]}, r"--batches takes positive whole numbers; received \[64, 0\]"),
              ({"widths": [-3]}, r"--width takes positive whole numbers; received \[-3\]"),
              ({"threads": [0]}, r"--threads takes positive whole numbers; received \[0\]"),
+             ({"threads": [1, usable_cores() + 1]},
+              rf"--threads {usable_cores() + 1}: this process may use {usable_cores()} cores\."),
              ({"units": 0}, r"--units takes a positive whole number; received 0"),
              ({"vocabulary": (40, 3)}, (r"--vocabulary takes two sizes of at least 5 .*"
                                         r"received \[40, 3\]")),
@@ -76,6 +79,10 @@ def test_bad_options_name_what_was_received_and_what_is_accepted(monkeypatch):
     for options, message in cases:
         with pytest.raises(ValueError, match=message):
             training.benchmark_training(backends=["tensorflow"], **options)
+    monkeypatch.delattr(training.os, "sched_setaffinity")  # as on macOS and Windows
+    with pytest.raises(ValueError, match=r"--threads 1 2: pinning a process to cores needs "
+                                         r"Linux's CPU affinity"):
+        training.benchmark_training(backends=["tensorflow"], threads=[1, 2])
     with pytest.raises(ValueError, match=r"measures AttentionSeq2Seq translation recipes; "
                                          r"'lstm_seq2seq_cmn_en' is a translation recipe of "
                                          r"BottleneckSeq2Seq"):

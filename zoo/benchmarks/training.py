@@ -360,13 +360,25 @@ def _matmul(backend, rows, inner, columns):
     return lambda: product(a, b).numpy()
 
 
+def _check_cores(counts):
+    """Refuse core counts ``_use_cores`` cannot pin, before any process starts (the
+    measuring processes inherit this one's cores)."""
+    if counts and not hasattr(os, "sched_setaffinity"):
+        raise ValueError(f"--threads {' '.join(map(str, counts))}: pinning a process to cores "
+                         "needs Linux's CPU affinity, which this system has not; leave "
+                         "--threads out to measure on every core.")
+    from zoo import backend
+
+    usable = backend.usable_cores()
+    if any(count > usable for count in counts):
+        raise ValueError(f"--threads {max(counts)}: this process may use {usable} cores.")
+
+
 def _use_cores(threads):
-    """This process on its first ``threads`` usable cores, before any framework starts:
-    TensorFlow's and XLA's thread pools size themselves by the cores a process may use."""
-    usable = sorted(os.sched_getaffinity(0))
-    if threads > len(usable):
-        raise ValueError(f"--threads {threads}: this process may use {len(usable)} cores.")
-    os.sched_setaffinity(0, usable[:threads])
+    """This process on its first ``threads`` usable cores (``_check_cores``), before any
+    framework starts: TensorFlow's and XLA's thread pools size themselves by the cores a
+    process may use."""
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:threads])
 
 
 def measure(spec):
@@ -538,6 +550,7 @@ def benchmark_training(name=DEFAULT_RECIPE, backends=None, threads=(None,), batc
                            ("--threads", [t for t in threads if t is not None])):
         if any(not isinstance(v, int) or v < 1 for v in values):
             raise ValueError(f"{option} takes positive whole numbers; received {list(values)}.")
+    _check_cores([t for t in threads if t is not None])
     for option, value in (("--units", units),
                           ("--embedding-dim", embedding_dim)):
         if value is not None and (not isinstance(value, int) or value < 1):
