@@ -62,8 +62,15 @@ def test_bad_options_name_what_was_received_and_what_is_accepted(monkeypatch):
     with pytest.raises(ValueError, match=r"--backends: 'tensorfow' is not a Keras backend; "
                                          r"accepted: tensorflow, jax, torch\."):
         training.check_backends(["tensorfow"])
-    with pytest.raises(ValueError, match=r"takes each backend once; received jax jax"):
-        training.check_backends(["jax", "jax"])
+    with pytest.raises(ValueError, match=r"takes each backend once; received tensorflow "
+                                         r"tensorflow\."):
+        training.check_backends(["tensorflow", "tensorflow"])
+    # As in the README's environment, which installs TensorFlow alone.
+    with monkeypatch.context() as only_tensorflow:
+        only_tensorflow.setattr(training, "installed_backends", lambda: ["tensorflow"])
+        with pytest.raises(ValueError, match=r"--backends: jax is not installed here; "
+                                             r"installed: tensorflow\."):
+            training.check_backends(["tensorflow", "jax"])
     cases = [({"batches": [64, 0]}, r"--batches takes positive whole numbers; received \[64, 0\]"),
              ({"widths": [-3]}, r"--width takes positive whole numbers; received \[-3\]"),
              ({"threads": [0]}, r"--threads takes positive whole numbers; received \[0\]"),
