@@ -230,6 +230,61 @@ def test_coverage_penalty_prefers_the_hypothesis_that_reads_the_whole_source():
                                  source_length=2, beta=0.5, return_attention=False, special_ids=IDS)
 
 
+def test_a_beam_that_returns_no_attention_keeps_only_the_sums_the_penalty_reads():
+    """``Beam(history=False)`` (what a model translating without attention runs) finds the
+    hypotheses and scores that the search keeping every attention row finds, on both of
+    TensorFlow's loops (fixed rows for a static batch of one, dropped rows else), and
+    carries ``[B, K, S]`` sums instead of ``[B, K, L, S]`` rows."""
+    rng = np.random.default_rng(7)
+    vocabulary, source_length = 40, 6
+    logits = tf.constant(rng.normal(scale=2.0, size=(vocabulary, vocabulary)), tf.float32)
+    looks_at = tf.nn.softmax(tf.constant(rng.normal(scale=3.0, size=(vocabulary, source_length)),
+                                         tf.float32))
+
+    def step(tokens, state):
+        return tf.gather(logits, tokens), {"steps": state["steps"] + 1}, tf.gather(looks_at, tokens)
+
+    def search(batch_size, history):
+        strategy = decoding.Beam(4, num_hypotheses=3, alpha=0.6, beta=0.4, special_ids=IDS,
+                                 history=history)
+        searched = strategy.initial
+        carried = {}
+
+        def initial(*args):
+            carried.update(searched(*args))
+            return carried
+
+        strategy.initial = initial
+        tokens, scores, attention = decoding.decode(
+            step, {"steps": tf.zeros([batch_size, 1])}, strategy, batch_size, 12, source_length,
+            max_lengths=tf.constant([12, 7, 10][:batch_size]))
+        return tokens.numpy(), scores.numpy(), attention, carried
+
+    def score_by_hand(tokens, most):
+        """log P / ((5 + |Y|) / 6) ** 0.6 + 0.4 * sum_i log(min(coverage_i, 1)), each step's
+        attention that of the token it was fed."""
+        length = list(tokens).index(END_ID) + 1 if END_ID in tokens else most
+        fed = [START_ID, *tokens[: length - 1]]
+        log_p = sum(tf.nn.log_softmax(logits[f])[y].numpy() for f, y in zip(fed, tokens))
+        coverage = tf.reduce_sum(tf.gather(looks_at, fed), axis=0).numpy()
+        return (log_p / ((5 + length) / 6) ** 0.6
+                + 0.4 * np.log(np.minimum(coverage, 1.0)).sum())
+
+    for batch_size in (1, 3):
+        rows, rows_scores, rows_attention, rows_search = search(batch_size, True)
+        sums, sums_scores, sums_attention, sums_search = search(batch_size, False)
+        np.testing.assert_array_equal(sums, rows)
+        np.testing.assert_allclose(sums_scores, rows_scores, rtol=1e-6)
+        expected = [[score_by_hand(hypothesis, most) for hypothesis in sentence]
+                    for sentence, most in zip(rows, [12, 7, 10])]
+        np.testing.assert_allclose(sums_scores, expected, rtol=1e-5)
+        assert rows_attention.shape == (batch_size, 3, 12, source_length)
+        assert sums_attention is None
+        assert tuple(sums_search["alive_coverage"].shape) == (batch_size, 4, source_length)
+        assert not {"alive_history", "finished_history"} & set(sums_search)
+        assert tuple(rows_search["alive_history"].shape) == (batch_size, 4, 12, source_length)
+
+
 def test_coverage_penalty_values():
     history = tf.constant([[[0.5, 0.25, 0.0], [0.7, 0.25, 0.0]]])  # 2 steps, 3rd position: padding
     np.testing.assert_allclose(decoding.coverage_penalty(history, 0.2),

@@ -18,7 +18,12 @@ def coverage_penalty(history, beta):
     are ``history [..., L, S]``: beta * sum_i log(min(sum_j attention_ji, 1)), over the
     source positions i ever attended (padding never is: it adds nothing, where its
     log 0 would make every score -inf). At most 0: a source position left unread costs."""
-    coverage = ops.sum(history, axis=-2)
+    return coverage_penalty_of_sums(ops.sum(history, axis=-2), beta)
+
+
+def coverage_penalty_of_sums(coverage, beta):
+    """``coverage_penalty`` from the attention's sums ``coverage [..., S]`` (``sum_j
+    attention_ji``), which a beam search keeps step by step."""
     read = coverage > 0
     logs = ops.log(ops.where(read, ops.minimum(coverage, 1.0), 1.0))
     return beta * ops.sum(logs, axis=-1)
@@ -47,14 +52,20 @@ class Beam:
     ``rules``: an ``OutputRules`` (repeated n-grams, length bounds) applied to each
     step's log-probabilities (a score stays the log-probability of what was chosen).
     ``beta`` > 0 adds GNMT's ``coverage_penalty`` to a finished hypothesis' score (GNMT's
-    s(Y, X) = log P(Y|X) / lp(Y) + cp(X; Y)); it reads the attention history, so the
-    search must keep attention. As cp <= 0, the early stop stays exact.
+    s(Y, X) = log P(Y|X) / lp(Y) + cp(X; Y)); it reads the attention, so the search must
+    keep attention. As cp <= 0, the early stop stays exact.
+    ``history=False``: of the attention kept, only each open hypothesis' sums over its
+    steps (``[B, K, S]``, what the penalty reads), not its rows (``[B, K, L, S]``, and
+    the finished pool's): the result's attention is then None. A model translating
+    without returning attention searches so (the rows' writes and copies at every step
+    were a tenth of a beam search of 64 sentences with the penalty).
     """
 
     def __init__(self, beam_size, num_hypotheses=1, alpha=0.6, rules=None, beta=0.0, *,
-                 special_ids):
+                 special_ids, history=True):
         self.rows_per_sentence, self.special_ids = beam_size, special_ids
         self.num_hypotheses, self.alpha, self.rules, self.beta = num_hypotheses, alpha, rules, beta
+        self.history = history
 
     def expand(self, state):
         return keras.tree.map_structure(
@@ -71,7 +82,9 @@ class Beam:
             "finished_scores": ops.full((batch_size, k), _NEG_INF, "float32"),
             "max_lengths": max_lengths,
         }
-        if history_shape is not None:
+        if history_shape is not None and self.beta:
+            search["alive_coverage"] = ops.zeros((batch_size, k, history_shape[-1]), "float32")
+        if history_shape is not None and self.history:
             search["alive_history"] = ops.zeros((batch_size, k, *history_shape), "float32")
             search["finished_history"] = ops.zeros((batch_size, k, *history_shape), "float32")
         if self.rules is not None:
@@ -98,16 +111,20 @@ class Beam:
         token = ops.mod(flat_index, vocab_size)
         # The 2K extensions, each with its parent's past.
         extended = {"tokens": write_token(_pick(search["alive_tokens"], parent), t, token)}
-        if "alive_history" in search:
+        coverage = None
+        if attention is not None:
             rows = _pick(ops.reshape(attention, (batch_size, k, -1)), parent)
-            extended["history"] = write_row(_pick(search["alive_history"], parent), t, rows)
+            if "alive_history" in search:
+                extended["history"] = write_row(_pick(search["alive_history"], parent), t, rows)
+            if "alive_coverage" in search:
+                coverage = _pick(search["alive_coverage"], parent) + rows
         # A hypothesis ends with [END], or at its sentence's last allowed token.
         at_limit = ops.expand_dims(t + 1 >= search["max_lengths"], -1)
         ends = ops.logical_or(ops.equal(token, self.special_ids.end), at_limit)
 
         open_scores, open_pick = ops.top_k(ops.where(ends, _NEG_INF, scores), k)
         open_pick = ops.cast(open_pick, "int32")
-        ended = ops.where(ends, self._final(scores, t + 1, extended.get("history")), _NEG_INF)
+        ended = ops.where(ends, self._final(scores, t + 1, coverage), _NEG_INF)
         pool_scores, pool_pick = ops.top_k(
             ops.concatenate([search["finished_scores"], ended], axis=1), k)
         pool_pick = ops.cast(pool_pick, "int32")
@@ -118,6 +135,8 @@ class Beam:
             advanced["alive_" + name] = _pick(values, open_pick)
             advanced["finished_" + name] = _pick(
                 ops.concatenate([search["finished_" + name], values], axis=1), pool_pick)
+        if coverage is not None:  # a finished hypothesis' score has its penalty already
+            advanced["alive_coverage"] = _pick(coverage, open_pick)
         open_rows = ops.reshape(_pick(parent, open_pick) + batch_offsets, (-1,))
         next_tokens = ops.reshape(_pick(token, open_pick), (-1,))
         return next_tokens, advanced, open_rows
@@ -127,19 +146,20 @@ class Beam:
         return _nth_best_settled(search["finished_scores"], search["alive_scores"], longest,
                                  self.num_hypotheses)
 
-    def _final(self, scores, lengths, history):
-        """A finished hypothesis' score: normalised, and with its coverage penalty."""
+    def _final(self, scores, lengths, coverage):
+        """A finished hypothesis' score: normalised, and with the coverage penalty of its
+        attention's sums ``coverage``."""
         normalised = scores / length_penalty(lengths, self.alpha)
         if not self.beta:
             return normalised
-        if history is None:
+        if coverage is None:
             raise ValueError("A coverage penalty reads the attention: decode with "
                              "return_attention=True, over a step function that returns it.")
-        return normalised + coverage_penalty(history, self.beta)
+        return normalised + coverage_penalty_of_sums(coverage, self.beta)
 
     def result(self, search, steps):
         # Open hypotheses (at max_length, or ones that can no longer win) compete as they are.
-        open_scores = self._final(search["alive_scores"], steps, search.get("alive_history"))
+        open_scores = self._final(search["alive_scores"], steps, search.get("alive_coverage"))
         scores, pick = ops.top_k(ops.concatenate([search["finished_scores"], open_scores], axis=1),
                                  self.num_hypotheses)
         pick = ops.cast(pick, "int32")

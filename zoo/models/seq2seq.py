@@ -341,9 +341,11 @@ class Seq2Seq(PresetModel):
         self._output_rules = _without_offs(arguments.check_output_rules(**rules))
         zoo_backend.forget_model_functions(self)  # the searches compiled the old rules in
 
-    def _beam(self, beam_size, num_hypotheses=1):
+    def _beam(self, beam_size, num_hypotheses, return_attention):
+        # Without attention to return, a coverage penalty's search keeps the sums it reads.
         return decoding.Beam(beam_size, num_hypotheses, self.length_penalty,
-                             beta=self.coverage_penalty, special_ids=SPECIAL_IDS)
+                             beta=self.coverage_penalty, special_ids=SPECIAL_IDS,
+                             history=return_attention)
 
     def generate_ids(self, source_ids, beam_size=1, max_length=None, return_attention=False,
                      rules=None):
@@ -357,8 +359,8 @@ class Seq2Seq(PresetModel):
         if isinstance(beam_size, int) and beam_size == 1:
             return self._decode_with(decoding.Greedy(special_ids=SPECIAL_IDS), source_ids,
                                      max_length, return_attention, rules)
-        tokens, _, attention = self._decode_with(self._beam(beam_size), source_ids, max_length,
-                                                 return_attention, rules)
+        tokens, _, attention = self._decode_with(self._beam(beam_size, 1, return_attention),
+                                                 source_ids, max_length, return_attention, rules)
         return tokens[:, 0], (None if attention is None else attention[:, 0])
 
     def generate_hypotheses(self, source_ids, beam_size, num_hypotheses, max_length=None,
@@ -369,8 +371,8 @@ class Seq2Seq(PresetModel):
         max_length, S] or None)``; a score is the log-probability divided by the length
         penalty, what the beam ranks by (``decoding.Beam``).
         """
-        return self._decode_with(self._beam(beam_size, num_hypotheses), source_ids, max_length,
-                                 return_attention, rules)
+        return self._decode_with(self._beam(beam_size, num_hypotheses, return_attention),
+                                 source_ids, max_length, return_attention, rules)
 
     def generate_samples(self, source_ids, temperature, seed, top_k=0, top_p=1.0, row_ids=None,
                          max_length=None, return_attention=False, uniforms=None, rules=None):
@@ -395,12 +397,12 @@ class Seq2Seq(PresetModel):
         rows = (batch * per_sentence if isinstance(batch, int) and isinstance(per_sentence, int)
                 else None)
         step, state, memory = self._step_function(source_ids, rows)
-        # A coverage penalty reads the attention history, returned or not.
+        # A coverage penalty reads the attention, returned or not (a Beam that returns
+        # none keeps its sums only, and its result's attention is None).
         reads_attention = bool(getattr(strategy, "beta", 0))
-        result = decoding.decode(step, state, strategy, batch, max_length,
-                                 ops.shape(source_ids)[1], return_attention or reads_attention,
-                                 max_lengths=limits, memory=memory)
-        return result if return_attention or not reads_attention else (*result[:-1], None)
+        return decoding.decode(step, state, strategy, batch, max_length,
+                               ops.shape(source_ids)[1], return_attention or reads_attention,
+                               max_lengths=limits, memory=memory)
 
     def _step_function(self, source_ids, rows=None):
         """The decoding step function, its state and its memory (``zoo.decoding``), for
