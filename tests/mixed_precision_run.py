@@ -7,7 +7,7 @@ loads) validated again in float32.
 Run with ``KERAS_BACKEND=jax`` (tests/training/test_mixed_precision.py runs it in a
 subprocess; docs/benchmarks.md#mixed-precision records a longer run):
 
-    KERAS_BACKEND=jax python tests/mixed_precision_run.py OUT [PAIRS EPOCHS UNITS]
+    KERAS_BACKEND=jax python tests/mixed_precision_run.py OUT [PAIRS EPOCHS UNITS NOISE]
 """
 
 import json
@@ -64,7 +64,8 @@ def float32_validation_loss(directory, recipe, data_dir):
         model, task.read_splits(), recipe["seed"])[0])
 
 
-def main(out, pairs=3000, epochs=3, units=64):
+def main(out, pairs=3000, epochs=3, units=64, noise=0):
+    """``noise=1``: also float32 from seed 1, how far apart two float32 trainings end."""
     out = Path(out)
     data_dir = data_folder(out, pairs)
     recipe = {**RECIPE, "epochs": epochs,
@@ -72,11 +73,15 @@ def main(out, pairs=3000, epochs=3, units=64):
                                "max_source_length": 48, "max_output_length": 48}}
     results = {"backend": keras.backend.backend(), "pairs": pairs, "epochs": epochs,
                "units": units}
-    for precision in ("float32", "mixed_bfloat16"):
-        written = {**recipe, "precision": precision}
-        directory, seconds, logged = train(written, data_dir, out / precision)
+    runs = {"float32": {"precision": "float32"},
+            "mixed_bfloat16": {"precision": "mixed_bfloat16"}}
+    if noise:
+        runs["float32_seed_1"] = {"precision": "float32", "seed": 1}
+    for name, changes in runs.items():
+        written = {**recipe, **changes}
+        directory, seconds, logged = train(written, data_dir, out / name)
         reloaded, steps = float32_validation_loss(directory, written, data_dir)
-        results[precision] = {"val_loss_logged": logged, "val_loss_float32": reloaded,
+        results[name] = {"val_loss_logged": logged, "val_loss_float32": reloaded,
                               "seconds": round(seconds, 1), "steps_per_epoch": steps,
                               "preset_dtypes": sorted({w.dtype.name for w in
                                                        zoo.load(directory).get_weights()})}
