@@ -12,7 +12,12 @@ from testcase import outputs_and_gradients
 
 import zoo.layers
 from zoo import precision
-from zoo.models import AttentionSeq2Seq, BottleneckSeq2Seq
+from zoo.models import (
+    AttentionSeq2Seq,
+    BottleneckSeq2Seq,
+    CharLanguageModel,
+    TextClassifier,
+)
 
 BF16 = "bfloat16"
 # bfloat16 keeps 8 bits of a number (a relative step of 2^-8, 0.4%): over a few recurrent
@@ -216,16 +221,29 @@ def test_translators_gradients_are_finite_and_float32(model_class, rng):
         np.testing.assert_allclose(gradient, expected, atol=0.1 * np.abs(expected).max() + 1e-6)
 
 
-def test_a_mixed_translator_copies_to_float32_with_the_same_weights(rng):
+def _built_model(make):
+    model = make()
+    model.build()
+    return model
+
+
+@pytest.mark.parametrize("make", [
+    lambda: AttentionSeq2Seq("zh", "en", 30, 40, embedding_dim=8, units=8),
+    lambda: BottleneckSeq2Seq("zh", "en", 30, 40, embedding_dim=8, units=8),
+    lambda: CharLanguageModel(30, cell="gru", embedding_dim=8, units=8, num_layers=2),
+    lambda: TextClassifier(30, embedding_dim=8, units=8),
+], ids=["attention", "bottleneck", "language_model", "classifier"])
+def test_a_mixed_model_copies_to_float32_with_the_same_weights(make):
     with precision.policy("mixed_bfloat16"):
-        mixed = _translator(AttentionSeq2Seq)
+        mixed = _built_model(make)
     copy = precision.float32_copy(mixed)
     assert copy is not mixed and copy.dtype_policy.name == "float32"
     assert {layer.dtype_policy.name for layer in copy._flatten_layers()} == {"float32"}
+    assert len(copy.weights) == len(mixed.weights)
     for ours, theirs in zip(copy.get_weights(), mixed.get_weights()):
         np.testing.assert_array_equal(ours, theirs)
     assert copy.get_config() == {**mixed.get_config(), "dtype": copy.get_config()["dtype"]}
-    plain = _translator(AttentionSeq2Seq)
+    plain = _built_model(make)
     assert precision.float32_copy(plain) is plain
 
 
