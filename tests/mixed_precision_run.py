@@ -4,8 +4,8 @@ preset written unfinished: nothing is translated); one JSON line on stdout: each
 validation loss, steps and seconds, and the mixed run's preset (float32, as every preset
 loads) validated again in float32.
 
-Run with ``KERAS_BACKEND=jax`` (tests/training/test_mixed_precision.py runs it in a
-subprocess; docs/benchmarks.md#mixed-precision records a longer run):
+Run with ``KERAS_BACKEND=jax`` (tests/training/test_mixed_precision_training.py runs it
+in a subprocess; docs/benchmarks.md#mixed-precision records a longer run):
 
     KERAS_BACKEND=jax python tests/mixed_precision_run.py OUT [PAIRS EPOCHS UNITS NOISE]
 """
