@@ -67,7 +67,8 @@ def float32_validation_loss(directory, recipe, data_dir):
 
 
 def main(out, pairs=3000, epochs=3, units=64, noise=0):
-    """``noise=1``: also float32 from seed 1, how far apart two float32 trainings end."""
+    """``noise=1``: both precisions from seed 1 too, how far apart two trainings of one
+    precision end."""
     out = Path(out)
     data_dir = data_folder(out, pairs)
     recipe = {**RECIPE, "epochs": epochs,
@@ -78,7 +79,7 @@ def main(out, pairs=3000, epochs=3, units=64, noise=0):
     runs = {"float32": {"precision": "float32"},
             "mixed_bfloat16": {"precision": "mixed_bfloat16"}}
     if noise:
-        runs["float32_seed_1"] = {"precision": "float32", "seed": 1}
+        runs.update({f"{name}_seed_1": {**changes, "seed": 1} for name, changes in runs.items()})
     for name, changes in runs.items():
         written = {**recipe, **changes}
         directory, seconds, logged = train(written, data_dir, out / name)
