@@ -5,6 +5,7 @@ Three steps, the middle one a single call on the accelerator's machine:
 
     python training/device_run.py pack packs/run             # CPU, where the corpora are
     python3 training/device_run.py train packs/run --seconds 480 --out $OUT   # accelerator
+        [--precision mixed_bfloat16]
     python training/device_run.py finish RESULTS [--ship]    # CPU: choose, score, ship
 
 ``pack`` writes the recipes' training pairs as token ids with their text pipelines
@@ -145,6 +146,7 @@ def stage_deadlines(chain, start, seconds):
 
 def command_train(args):
     started = time.time()
+    _check_precision(args.precision)  # before anything is installed or started
     pack, out, run = Path(args.pack), Path(args.out), Path(args.run_dir)
     out.mkdir(parents=True, exist_ok=True)
     run.mkdir(parents=True, exist_ok=True)
@@ -162,7 +164,7 @@ def command_train(args):
         log = open(run / f"{chain[-1]}.log", "w", encoding="utf-8")
         command = [sys.executable, str(Path(__file__).resolve()), "worker", str(pack / "pack"),
                    *chain, "--deadline", str(deadline), "--run-dir", str(run),
-                   "--seconds", str(args.seconds)]
+                   "--seconds", str(args.seconds), "--precision", args.precision]
         workers[chain[-1]] = (chain, log, subprocess.Popen(command, env=env, stdout=log,
                                                            stderr=subprocess.STDOUT))
     summary = {"seconds": args.seconds, "recipes": {}}
@@ -179,6 +181,19 @@ def command_train(args):
     (out / RUN_FILE).write_text(json.dumps(summary, indent=1), encoding="utf-8")
     _join_logs(run, [chain[-1] for chain, _, _ in workers.values()], out / "run.log")
     print(json.dumps(summary, indent=1))
+
+
+def _check_precision(value):
+    """``--precision`` as ``zoo.precision`` accepts it, or the script's one-line error
+    (``zoo.precision`` imports no Keras: this runs before the wheels are installed)."""
+    if str(ROOT) not in sys.path:  # run as a script where the zoo is not installed
+        sys.path.insert(0, str(ROOT))
+    from zoo import precision
+
+    try:
+        return precision.check(value, "--precision")
+    except ValueError as error:
+        raise SystemExit(f"device_run: {error}") from None
 
 
 def _install_wheels(wheels, site):
@@ -229,8 +244,11 @@ def command_worker(args):
     deadlines = stage_deadlines(args.recipes, start, args.deadline - start)
     for name, deadline in zip(args.recipes, deadlines):
         task = packs.PackedTranslationTask(pack, name, presets_dir=args.run_dir)
-        command = (f"python training/device_run.py train PACK --seconds {args.seconds} "
-                   f"(stage {name} of {' -> '.join(args.recipes)})")
+        if args.precision != task.recipe.precision:  # (as written where it is the recipe's)
+            task.recipe = task.recipe.replace(precision=args.precision)
+        in_precision = f" --precision {args.precision}" if args.precision != "float32" else ""
+        command = (f"python training/device_run.py train PACK --seconds {args.seconds}"
+                   f"{in_precision} (stage {name} of {' -> '.join(args.recipes)})")
         driver.train(task.recipe, out_dir=Path(args.run_dir) / name, command=command,
                      options=loop.Options(deadline=deadline), choose_and_score=False,
                      task=task, log_dir=Path(args.run_dir) / "logs" / name)
@@ -280,6 +298,9 @@ def main(argv=None):
                        help="the training's deadline, from the start of this command")
     train.add_argument("--recipes", nargs="+", help="default: every recipe in the pack")
     train.add_argument("--run-dir", default="/tmp/zoo_device_run")
+    train.add_argument("--precision", default="float32", metavar="{float32,mixed_bfloat16}",
+                       help="the training's arithmetic (zoo train --precision): mixed_bfloat16 "
+                            "computes in bfloat16 on float32 weights; presets are float32")
     train.set_defaults(run=command_train)
     worker = commands.add_parser("worker", help="(started by train) one chain of recipes")
     worker.add_argument("pack")
@@ -287,6 +308,7 @@ def main(argv=None):
     worker.add_argument("--deadline", type=float, required=True)
     worker.add_argument("--seconds", type=float, required=True)
     worker.add_argument("--run-dir", required=True)
+    worker.add_argument("--precision", default="float32")
     worker.set_defaults(run=command_worker)
     finish = commands.add_parser("finish", help="CPU: choose decoding, score, compare, ship")
     finish.add_argument("results", help="the folder the train step's files came back to")

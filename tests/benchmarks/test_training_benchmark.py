@@ -82,7 +82,11 @@ def test_bad_options_name_what_was_received_and_what_is_accepted(monkeypatch):
              ({"real_batches": -1}, (r"--real-batches takes a number of batches, 0 or more; "
                                      r"received -1")),
              ({"rounds": 0}, r"--rounds takes a positive number; received 0"),
-             ({"batches": [], "real_batches": 0}, r"Nothing to measure")]
+             ({"batches": [], "real_batches": 0}, r"Nothing to measure"),
+             ({"precisions": ["bfloat16"]}, (r"--precision must be one of float32, "
+                                             r"mixed_bfloat16; received 'bfloat16'\.")),
+             ({"precisions": ["float32", "float32"]},
+              r"--precision takes each precision once; received float32 float32\.")]
     for options, message in cases:
         with pytest.raises(ValueError, match=message):
             training.benchmark_training(backends=["tensorflow"], **options)

@@ -60,14 +60,15 @@ def test_training_options_reach_the_training_benchmark(capsys):
                          "--threads", "1", "2", "--batches", "8", "16", "--width", "16", "101",
                          "--real-batches", "0", "--units", "6", "--embedding-dim", "4",
                          "--vocabulary", "40", "50", "--rounds", "2", "--batches-file", "b.npz",
-                         "--data-dir", "data"]) == 0
+                         "--data-dir", "data", "--precision", "float32", "mixed_bfloat16"]) == 0
     common = {"batches_file": None, "embedding_dim": None, "units": None, "vocabulary": None,
               "data_dir": None, "backends": None}
     assert benchmark.call_args_list == [
         mock.call("gru_bahdanau_cmn_en", threads=[None], **common),
         mock.call("gru_bahdanau_en_cmn", threads=[1, 2], backends=["jax"], batches=[8, 16],
                   widths=[16, 101], real_batches=0, units=6, embedding_dim=4,
-                  vocabulary=(40, 50), rounds=2, batches_file="b.npz", data_dir="data")]
+                  vocabulary=(40, 50), rounds=2, batches_file="b.npz", data_dir="data",
+                  precisions=["float32", "mixed_bfloat16"])]
 
 
 def test_training_benchmark_usage_errors(capsys, monkeypatch):
@@ -79,9 +80,11 @@ def test_training_benchmark_usage_errors(capsys, monkeypatch):
     monkeypatch.setattr(training, "_run_worker", measured)
     monkeypatch.setattr(training, "mix_batches", measured)
     for argv in (["--threads", "1/2"], ["--backends", "tensorfow"], ["--batch", "4"],
-                 ["--width", "0"], ["--real-batches", "-2"], ["--remeasure"]):
+                 ["--width", "0"], ["--real-batches", "-2"], ["--remeasure"],
+                 ["--precision", "float16"]):
         assert cli.main(["benchmark", "training", *argv]) == 2
     assert cli.main(["benchmark", "layers", "--backends", "jax", "--width", "8"]) == 2
+    assert cli.main(["benchmark", "decoding", "--precision", "mixed_bfloat16"]) == 2
     assert capsys.readouterr().err.splitlines() == [
         ("zoo: error: --threads for training takes positive numbers of cores (N, each run "
          "pinned to N cores); got 1/2."),
@@ -91,5 +94,9 @@ def test_training_benchmark_usage_errors(capsys, monkeypatch):
         "zoo: error: --width takes positive whole numbers; received [0].",
         "zoo: error: --real-batches takes a number of batches, 0 or more; received -2.",
         "zoo: error: --remeasure is not an option of zoo benchmark training.",
+        ("zoo: error: --precision must be one of float32, mixed_bfloat16; received "
+         "'float16'."),
         ("zoo: error: --backends, --width: options of zoo benchmark training, not of zoo "
-         "benchmark layers.")]
+         "benchmark layers."),
+        ("zoo: error: --precision: option of zoo benchmark training, not of zoo benchmark "
+         "decoding.")]

@@ -153,3 +153,35 @@ def test_the_device_run_trains_every_chain_on_jax_without_tensorflow_and_finishe
                                                   "'toy_plain'"):
         presets.install(back, "toy_plain")
     assert installed == tmp_path / "shipped" / "toy_tuned"
+
+
+def test_a_bad_precision_stops_the_train_step_before_anything_is_installed(tmp_path):
+    with pytest.raises(SystemExit) as stopped:
+        device_run().main(["train", str(tmp_path / "pack"), "--out", str(tmp_path / "out"),
+                           "--precision", "bf16"])
+    assert str(stopped.value) == ("device_run: --precision must be one of float32, "
+                                  "mixed_bfloat16; received 'bf16'.")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_workers_train_each_recipe_in_the_precision_asked(monkeypatch, tmp_path):
+    from zoo.training import driver, recipes
+
+    class Task:  # a packed recipe as PackedTranslationTask holds it
+        def __init__(self, pack, name, presets_dir=None):
+            self.recipe = recipes.from_dict(toy_recipe(name, epochs=1))
+
+    trained = []
+    monkeypatch.setattr(packs, "read_pack", lambda folder: None)
+    monkeypatch.setattr(packs, "PackedTranslationTask", Task)
+    monkeypatch.setattr(driver, "train", lambda recipe, **options: trained.append(
+        (recipe.name, recipe.precision, "precision" in recipe.written, options["command"])))
+    for precision in ("mixed_bfloat16", "float32"):
+        device_run().main(["worker", "pack", "toy_a", "--deadline", "1e12", "--seconds", "9",
+                           "--run-dir", str(tmp_path), "--precision", precision])
+    command = "python training/device_run.py train PACK --seconds 9.0"
+    assert trained == [
+        ("toy_a", "mixed_bfloat16", True,
+         f"{command} --precision mixed_bfloat16 (stage toy_a of toy_a)"),
+        # as before: the recipe as written, the command as it was
+        ("toy_a", "float32", False, f"{command} (stage toy_a of toy_a)")]

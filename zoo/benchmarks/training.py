@@ -21,6 +21,10 @@ speed ratios with its 95% interval. The matmul rate is measured in the same roun
 the same device: the faster of a product of the output layer's sizes (``[rows x
 embedding] x [embedding x vocabulary]``) and a large square one.
 
+Each ``--precision`` runs in a process of its own: float32, or mixed_bfloat16 (Keras' mixed
+precision, ``zoo.precision``: both models compute in bfloat16 on float32 weights), whose
+matmul rate is measured in bfloat16, the limit of its step.
+
 The JAX and PyTorch processes import nothing of TensorFlow (a GPU machine may have none):
 the batches reach them as a ``.npz`` file, made here from the corpora, or carried along
 (``batches_file``).
@@ -197,7 +201,9 @@ def plain_translator_class():
     import keras
     from keras import ops
 
-    class PlainAttentionTranslator(keras.Model):
+    from zoo.precision import StatelessAutocast
+
+    class PlainAttentionTranslator(StatelessAutocast, keras.Model):
         """RNNsearch of Keras' own layers, at ``AttentionSeq2Seq``'s sizes: embeddings
         (the source's masking padding), ``Bidirectional(GRU)`` encoder, a ``Dense``
         bridge from the backward state, additive attention of three bias-free ``Dense``
@@ -270,11 +276,13 @@ def plain_translator_class():
     return PlainAttentionTranslator
 
 
-def build_models(sizes, training, seed=0):
+def build_models(sizes, training, seed=0, precision="float32"):
     """``{"zoo": AttentionSeq2Seq, "keras": PlainAttentionTranslator}`` of ``sizes``, both
-    compiled as ``zoo train`` compiles a translator (``compile_for_training``)."""
+    built in ``precision`` (``zoo.precision``) and compiled as ``zoo train`` compiles a
+    translator (``compile_for_training``)."""
     import keras
 
+    from zoo import precision as precisions
     from zoo.models.seq2seq import AttentionSeq2Seq
     from zoo.training.translation import compile_for_training
 
@@ -282,15 +290,16 @@ def build_models(sizes, training, seed=0):
     network = {key: sizes[key] for key in ("source_vocabulary_size", "target_vocabulary_size",
                                             "embedding_dim", "units", "attention_units",
                                             "dropout")}
-    zoo_model = AttentionSeq2Seq("zh", "en", **network, max_source_length=128,
-                                 max_output_length=128)
-    plain = plain_translator_class()(**network)
-    models = {"zoo": zoo_model, "keras": plain}
-    for model in models.values():
-        model.build()
-        compile_for_training(model, training["learning_rate"],
-                             ema_momentum=training["ema_momentum"],
-                             label_smoothing=training["label_smoothing"])
+    with precisions.policy(precision):
+        zoo_model = AttentionSeq2Seq("zh", "en", **network, max_source_length=128,
+                                     max_output_length=128)
+        plain = plain_translator_class()(**network)
+        models = {"zoo": zoo_model, "keras": plain}
+        for model in models.values():
+            model.build()
+            compile_for_training(model, training["learning_rate"],
+                                 ema_momentum=training["ema_momentum"],
+                                 label_smoothing=training["label_smoothing"])
     return models
 
 
@@ -327,24 +336,26 @@ def _device(backend):
     return ("gpu", gpus[0].name) if gpus else ("cpu", "cpu")
 
 
-def _matmul(backend, rows, inner, columns):
-    """A float32 product ``[rows x inner] x [inner x columns]`` on the backend's device,
-    finished when the call returns (JAX: ``block_until_ready``; PyTorch: the GPU
-    synchronised; TensorFlow: one number of it read back)."""
+def _matmul(backend, rows, inner, columns, dtype="float32"):
+    """A product ``[rows x inner] x [inner x columns]`` of ``dtype`` (the step's compute
+    dtype: its limit) on the backend's device, finished when the call returns (JAX:
+    ``block_until_ready``; PyTorch: the GPU synchronised; TensorFlow: one number of it
+    read back)."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((rows, inner), np.float32)
     b = rng.standard_normal((inner, columns), np.float32)
     if backend == "jax":
         import jax
 
-        a, b = jax.device_put(a), jax.device_put(b)
+        a, b = jax.device_put(a).astype(dtype), jax.device_put(b).astype(dtype)
         product = jax.jit(lambda x, y: x @ y)
         return lambda: product(a, b).block_until_ready()
     if backend == "torch":
         import torch
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        a, b = torch.from_numpy(a).to(device), torch.from_numpy(b).to(device)
+        torch_dtype = getattr(torch, dtype)
+        a, b = (torch.from_numpy(m).to(device=device, dtype=torch_dtype) for m in (a, b))
 
         def run():
             with torch.no_grad():
@@ -355,7 +366,7 @@ def _matmul(backend, rows, inner, columns):
         return run
     import tensorflow as tf
 
-    a, b = tf.constant(a), tf.constant(b)
+    a, b = tf.cast(a, dtype), tf.cast(b, dtype)
     product = tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)[:1]))
     return lambda: product(a, b).numpy()
 
@@ -402,7 +413,9 @@ def measure(spec):
         torch.set_num_threads(spec["threads"])
     kind, device = _device(backend)
     sizes = spec["sizes"]
-    models = build_models(sizes, spec["training"])
+    precision = spec.get("precision", "float32")
+    models = build_models(sizes, spec["training"], precision=precision)
+    compute_dtype = models["zoo"].compute_dtype
     cases = {f"fixed {batch}x{width}": [fixed_batch(batch, width, sizes)]
              for batch, width in spec["fixed"]}
     if spec.get("batches_file"):
@@ -429,8 +442,8 @@ def measure(spec):
     square = SQUARE_MATMUL[kind]
     functions = {(side, case): stepping(model, batches)
                  for case, batches in cases.items() for side, model in models.items()}
-    functions["matmul", "model"] = _matmul(backend, rows, e, v)
-    functions["matmul", "square"] = _matmul(backend, square, square, square)
+    functions["matmul", "model"] = _matmul(backend, rows, e, v, compute_dtype)
+    functions["matmul", "square"] = _matmul(backend, square, square, square, compute_dtype)
     before = machine_load.reading()
     seconds = alternate_rounds(functions, spec["rounds"], 1)
     others_share = machine_load.others_share(before, machine_load.reading())
@@ -438,7 +451,7 @@ def measure(spec):
              "square": 2 * square**3 / statistics.median(seconds["matmul", "square"]) / 1e9}
     limit = max(rates.values())
     results = {"backend": backend, "device": device, "device_kind": kind,
-               "threads": spec.get("threads"),
+               "threads": spec.get("threads"), "precision": precision,
                "parameters": {side: int(model.count_params()) for side, model in models.items()},
                "matmul_gflops": {f"[{rows}x{e}]x[{e}x{v}]": rates["model"],
                                  f"{square}x{square}": rates["square"]},
@@ -519,6 +532,21 @@ def check_backends(backends):
     return list(backends)
 
 
+def check_precisions(precisions):
+    """``precisions`` as given (each of ``zoo.precision.PRECISIONS``, once), or a
+    ValueError naming what was received and what is accepted."""
+    from zoo import precision
+
+    if not precisions:
+        raise ValueError(f"--precision needs at least one of {', '.join(precision.PRECISIONS)}.")
+    for value in precisions:
+        precision.check(value, "--precision")
+    if len(set(precisions)) != len(precisions):
+        raise ValueError(f"--precision takes each precision once; received "
+                         f"{' '.join(precisions)}.")
+    return list(precisions)
+
+
 def machine():
     """This machine's CPU as ``/proc/cpuinfo`` names it, whether it has AVX-512, and the
     cores this process may use."""
@@ -537,15 +565,19 @@ def machine():
 def benchmark_training(name=DEFAULT_RECIPE, backends=None, threads=(None,), batches=FIXED_BATCHES,
                        widths=(FIXED_WIDTH,), real_batches=REAL_BATCHES, batches_file=None,
                        rounds=ROUNDS, data_dir=None, embedding_dim=None, units=None,
-                       vocabulary=None, wait_for_quiet=True, printer=print):
+                       vocabulary=None, wait_for_quiet=True, precisions=("float32",),
+                       printer=print):
     """Measure training of recipe ``name``'s translator on each of ``backends`` (default:
     those installed) and each of ``threads`` (core counts; None: all), one process each,
     one after the other: fixed shapes (``batches`` rows of each of ``widths`` tokens) and
     ``real_batches`` batches of the recipe's mix (``mix_batches``; ``batches_file``: read
     from that ``.npz`` if it exists, else made and written there), each against
-    ``PlainAttentionTranslator`` in alternating ``rounds``. Prints a table per process;
-    returns ``{"machine", "recipe", "sizes", "runs": [measure's results]}``."""
+    ``PlainAttentionTranslator`` in alternating ``rounds``; each of ``precisions``
+    (``zoo.precision.PRECISIONS``: float32, mixed_bfloat16) in a process of its own.
+    Prints a table per process; returns ``{"machine", "recipe", "sizes", "runs":
+    [measure's results]}``."""
     backends = check_backends(backends or installed_backends())
+    check_precisions(precisions)
     for option, values in (("--batches", batches), ("--width", widths),
                            ("--threads", [t for t in threads if t is not None])):
         if any(not isinstance(v, int) or v < 1 for v in values):
@@ -579,11 +611,13 @@ def benchmark_training(name=DEFAULT_RECIPE, backends=None, threads=(None,), batc
                    "runs": []}
         for count in threads:
             for backend in backends:
-                if wait_for_quiet:
-                    _wait_for_quiet(printer)
-                run = _run_worker({**spec, "threads": count}, backend)
-                results["runs"].append(run)
-                print_run(name, run, results["machine"], printer)
+                for precision in precisions:
+                    if wait_for_quiet:
+                        _wait_for_quiet(printer)
+                    run = _run_worker({**spec, "threads": count, "precision": precision},
+                                      backend)
+                    results["runs"].append(run)
+                    print_run(name, run, results["machine"], printer)
     if len(results["runs"]) > 1:
         print_summary(results["runs"], printer)
     return results
@@ -611,6 +645,12 @@ def _wait_for_quiet(printer):
         printer(f"(other work took {share:.0%} of the cores before this run: measured under load)")
 
 
+def _precision_note(run):
+    """", mixed_bfloat16" for a run in mixed precision; nothing for float32's."""
+    precision = run.get("precision", "float32")
+    return "" if precision == "float32" else f", {precision}"
+
+
 def _threads_label(run):
     return f"{run['threads']} thread{'s' if run['threads'] != 1 else ''}" if run["threads"] else (
         "all usable cores")
@@ -623,7 +663,7 @@ def print_run(name, run, machine_info, printer=print):
     parameters = run["parameters"]
     cpu = f"{machine_info['cpu']}, {'AVX-512' if machine_info['avx512'] else 'no AVX-512'}"
     printer(f"zoo benchmark training {name}: {run['backend']} on {run['device']} "
-            f"({_threads_label(run)}; CPU {cpu}); zoo AttentionSeq2Seq {parameters['zoo']:,} "
+            f"({_threads_label(run)}{_precision_note(run)}; CPU {cpu}); zoo AttentionSeq2Seq {parameters['zoo']:,} "
             f"parameters, plain Keras {parameters['keras']:,}; {run['rounds']} alternating "
             "rounds, one process")
     rates = ", ".join(f"{rate:.1f} GFLOP/s at {shape}"
@@ -661,4 +701,5 @@ def print_summary(runs, printer=print):
             speed = case["zoo"]["target_tokens_per_second"]
             cells.append(f"{case['case']} {speed:,.0f}" + (f" ({speed / cores:,.0f} a core)"
                                                            if cores else ""))
-        printer(f"  {run['backend']}, {_threads_label(run)}: " + "; ".join(cells))
+        printer(f"  {run['backend']}, {_threads_label(run)}{_precision_note(run)}: "
+                + "; ".join(cells))

@@ -18,6 +18,7 @@ EXAMPLES = {
         "zoo benchmark training",
         "zoo benchmark training gru_bahdanau_cmn_en --backends tensorflow jax --threads 1 2",
         "zoo benchmark training --backends jax --batches 512 --batches-file mix.npz",
+        "zoo benchmark training --backends jax --batches 512 --precision float32 mixed_bfloat16",
     ],
 }
 
@@ -60,6 +61,10 @@ def add_parsers(commands):
                        help="training: the real batches: read from FILE if it exists, else made "
                             "from the corpora and written there (to carry to a machine "
                             "without them)")
+    bench.add_argument("--precision", nargs="+", metavar="{float32,mixed_bfloat16}",
+                       help="training: the step's arithmetic, a process each (mixed_bfloat16: "
+                            "bfloat16 on float32 weights, Keras' mixed precision; default "
+                            "float32)")
     bench.add_argument("--units", type=int, help="training: the recurrent units (default: "
                                                  "the recipe's)")
     bench.add_argument("--embedding-dim", type=int,
@@ -115,7 +120,7 @@ def _command_benchmark(args):
 
 
 _TRAINING_OPTIONS = ("backends", "batches", "width", "real_batches", "batches_file", "units",
-                     "embedding_dim", "vocabulary")
+                     "embedding_dim", "vocabulary", "precision")
 
 
 def _refuse_training_options(args):
@@ -147,7 +152,7 @@ def _benchmark_training(args, rounds):
                "vocabulary": tuple(args.vocabulary) if args.vocabulary else None,
                "data_dir": args.data_dir, **rounds}
     for option, key in (("batches", "batches"), ("width", "widths"),
-                        ("real_batches", "real_batches")):
+                        ("real_batches", "real_batches"), ("precision", "precisions")):
         if getattr(args, option) is not None:
             options[key] = getattr(args, option)
     results = training.benchmark_training(args.name or training.DEFAULT_RECIPE, threads=threads,

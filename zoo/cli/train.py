@@ -10,6 +10,7 @@ EXAMPLES = {
         "zoo train gru_bahdanau_cmn_en --data pairs.tsv --out my_models/mine",
         "zoo train lstm_seq2seq_addition --epochs 3 --out my_models/addition",
         "zoo train gru_bahdanau_en_fr --average-last 5",
+        "KERAS_BACKEND=jax zoo train gru_bahdanau_cmn_en --precision mixed_bfloat16",
     ],
 }
 
@@ -23,6 +24,10 @@ def add_parsers(commands):
                        help="checkpoint averaging: the mean of the last N epochs' weights ships "
                             "if its validation loss (a classifier's: accuracy) beats the final "
                             "weights' (the recipe's average_last; default: none)")
+    train.add_argument("--precision", metavar="{float32,mixed_bfloat16}",
+                       help="the training's arithmetic: mixed_bfloat16 computes in bfloat16 on "
+                            "float32 weights (Keras' mixed precision; for accelerators); the "
+                            "preset is float32 either way (default: the recipe's, float32)")
     train.add_argument("--data", help="other data instead of the corpus: translation: a TSV of "
                                       "pairs (English, other language); language models: plain "
                                       "text; classifiers: TSV 'label<TAB>sentence' with that "
@@ -61,6 +66,11 @@ def _command_train(args):
 
         recipes.check_average_last(args.average_last, "--average-last")
         recipe = recipe.replace(average_last=args.average_last)
+    if args.precision is not None:
+        from zoo import precision
+
+        precision.check(args.precision, "--precision")
+        recipe = recipe.replace(precision=args.precision)
     if args.retune_decoding:
         from zoo import presets
         from zoo.training import translation

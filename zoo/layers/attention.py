@@ -61,16 +61,20 @@ class _MemoryAttention(keras.layers.Layer):
             query = ops.expand_dims(query, 1)
         if keys is None:
             keys = self._project_keys(memory)
-        scores = self.score(query, keys)
+        # The softmax in float32 under mixed precision, as Keras advises for numerically
+        # sensitive parts (bfloat16 keeps 8 bits of a weight); the context in the compute
+        # dtype again. A no-op in float32.
+        scores = ops.cast(self.score(query, keys), "float32")
         if memory_mask is not None:
             valid = ops.expand_dims(ops.cast(memory_mask, "bool"), 1)
             # A large negative score underflows to exactly 0 after the softmax;
             # the final where() also zeroes rows that have no valid position.
-            lowest = ops.cast(-0.7 * 3.4e38 if scores.dtype == "float32" else -3e4, scores.dtype)
+            lowest = ops.cast(-0.7 * 3.4e38, scores.dtype)
             scores = ops.where(valid, scores, lowest)
             weights = ops.where(valid, ops.softmax(scores, axis=-1), ops.zeros_like(scores))
         else:
             weights = ops.softmax(scores, axis=-1)
+        weights = ops.cast(weights, self.compute_dtype)
         if reweight is not None and single_step:  # it sees the weights the caller gets
             weights = ops.expand_dims(reweight(ops.squeeze(weights, 1)), 1)
         elif reweight is not None:

@@ -16,12 +16,12 @@ import contextlib
 
 import keras
 
-from zoo import _startup, presets
+from zoo import _startup, precision, presets
 
 KINDS = {}  # kind -> the PresetModel subclass that declares it
 
 
-class PresetModel(keras.Model):
+class PresetModel(precision.StatelessAutocast, keras.Model):
     """A model with a kind, a preprocessor, and presets (not used directly).
 
     Subclasses set ``kind`` (once, on the class that introduces it), ``preprocessor_class``

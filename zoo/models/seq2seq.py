@@ -157,7 +157,8 @@ class Seq2Seq(PresetModel):
         self.source_embedding.build((None, None))
         self.target_embedding.build((None, None))
         self.output_bias = self.add_weight(
-            name="output_bias", shape=(self.target_vocabulary_size,), initializer="zeros"
+            name="output_bias", shape=(self.target_vocabulary_size,), initializer="zeros",
+            autocast=False,  # added to float32 logits (``logits``)
         )
         self.build_encoder_decoder()
         self.built = True
@@ -221,9 +222,12 @@ class Seq2Seq(PresetModel):
 
             hidden = tf.boolean_mask(hidden, real)
         if output_product is None:
-            transposed = ops.transpose(self.target_embedding.embeddings)
-            return ops.matmul(hidden, transposed) + self.output_bias
-        return output_product(hidden) + self.output_bias
+            product = ops.matmul(hidden, ops.transpose(self.target_embedding.embeddings))
+        else:
+            product = output_product(hidden)
+        # Mixed precision: the product in bfloat16, the logits float32 (the bias is never
+        # cast: ``build``), as Keras advises for the layer before a softmax and a loss.
+        return ops.cast(product, "float32") + self.output_bias
 
     def _output_product(self, rows):
         """``hidden -> hidden E^T`` for a search over ``rows`` rows (a static int, or None).

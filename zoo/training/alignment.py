@@ -20,6 +20,7 @@ from pathlib import Path
 import keras
 from keras import ops
 
+from zoo import precision
 from zoo.text import tokenizers
 
 # The neighbours grow-diag looks at: the four sides and the four corners.
@@ -143,7 +144,7 @@ def alignment_loss(links, attention):
     return ops.sum(per_row * linked) / ops.maximum(ops.sum(linked), 1.0)
 
 
-class GuidedAlignmentTraining(keras.Model):
+class GuidedAlignmentTraining(precision.StatelessAutocast, keras.Model):
     """A translator as ``loop.fit`` trains it with guided alignment: the same weights
     (the translator is a tracked layer of this view, which has none of its own), the
     same logits (of the real tokens only, on TensorFlow: ``RealTokensTraining``), and ``weight * alignment_loss`` added (``add_loss``) when a batch
@@ -152,7 +153,9 @@ class GuidedAlignmentTraining(keras.Model):
     comparable with a run without guidance (early stopping watches it)."""
 
     def __init__(self, translator, weight, **kwargs):
-        super().__init__(**kwargs)
+        # The translator's dtype policy: under mixed precision its variables that the view
+        # reads through the translator's methods are cast as the translator's call casts them.
+        super().__init__(**{"dtype": translator.dtype_policy, **kwargs})
         if not translator.has_attention:
             raise ValueError(f"Guided alignment needs a model with attention; "
                              f"{type(translator).__name__} has none.")

@@ -1,7 +1,8 @@
 """The driver: a recipe in, a scored preset out, the same steps for every task.
 
 Read the splits, learn the text pipeline from the training split, then for each seed:
-seed everything, build the model in the strategy's scope, make the datasets, compile,
+seed everything, build the model in the strategy's scope (and the recipe's
+``precision``: ``zoo.precision``; what ships is float32), make the datasets, compile,
 and fit with ``loop.fit`` (progress lines, TensorBoard logs, early stopping with the
 best weights restored, checkpoints to resume from), then, with the recipe's
 ``average_last``, keep the mean of the last epochs' weights where it validates better.
@@ -22,7 +23,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from zoo import presets
+from zoo import precision, presets
 from zoo.evaluation import cards
 from zoo.files import staging_folder
 from zoo.training import callbacks, loop, recipes, shipping
@@ -177,12 +178,12 @@ def _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first):
         description["seed"] = seed
         options, log_dir = options.part(f"seed_{seed}"), log_dir / f"seed_{seed}"
     keras.utils.set_random_seed(seed)
-    with options.scope():
+    with options.scope(), precision.policy(recipe.precision):
         model = task.build_model(preprocessor)
     if first:
         task.printer(task.summary(splits, preprocessor, model))
     train_data, validation_data = task.datasets(model, splits, seed)
-    with options.scope():
+    with options.scope(), precision.policy(recipe.precision):
         trained = task.training_view(model)  # the same weights as model's
         task.compile(trained, len(train_data), epochs)
     fit_callbacks = callbacks.standard_callbacks(recipe, log_dir, task.monitor,
@@ -201,7 +202,8 @@ def _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first):
                      f"{stopped['steps']} of its {len(train_data)} steps")
     if averaging is not None:
         averaging = _average_if_better(task, trained, averaging, validation_data)
-    return model, history, averaging, stopped
+    # Trained in mixed precision or not, the model is chosen, scored and shipped in float32.
+    return precision.float32_copy(model), history, averaging, stopped
 
 
 def _average_if_better(task, trained, averaging, validation_data):

@@ -14,6 +14,8 @@ import types
 import typing
 from pathlib import Path
 
+from zoo.precision import PRECISIONS
+
 RECIPES_DIR = Path(__file__).resolve().parent.parent / "recipes"
 
 
@@ -43,6 +45,9 @@ class Recipe:
     seed: int = 0
     seeds: list | None = None  # several trainings, the best on validation ships
     weights_dtype: str = "float32"
+    # The training's: "mixed_bfloat16" computes in bfloat16 on float32 weights (Keras'
+    # mixed precision, ``zoo.precision``); the preset is float32 either way.
+    precision: str = "float32"
     written: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
@@ -187,6 +192,7 @@ ACCEPTED_VALUES = {
     "metric": ("bleu", "exact_match"),
     "learning_rate_decay": (None, "cosine"),
     "weights_dtype": ("float32", "float16"),
+    "precision": PRECISIONS,
 }
 
 

@@ -442,7 +442,8 @@ class RealTokensTraining(keras.Model):
     gradients the same within float rounding (the sums over positions lose zeros)."""
 
     def __init__(self, translator, **kwargs):
-        super().__init__(**kwargs)
+        # The translator's dtype policy: under mixed precision, its variables cast alike.
+        super().__init__(**{"dtype": translator.dtype_policy, **kwargs})
         self.translator = translator
         self.built = translator.built
 

@@ -1,0 +1,75 @@
+"""Training precision: float32, or Keras' mixed precision with bfloat16.
+
+``mixed_bfloat16`` is Keras' own dtype policy (``keras.mixed_precision.DTypePolicy``):
+the layers keep float32 variables (the master weights the optimizer updates) and
+compute in bfloat16, each variable cast where a layer reads it (Keras' autocast scope);
+the loss is float32 (Keras' losses compute in ``floatx``). bfloat16 has float32's range,
+so no loss scaling is needed (Keras wraps the optimizer in a ``LossScaleOptimizer`` for
+``mixed_float16`` only).
+
+A model is built under the policy (``policy``) for training only: what ships is float32
+(``float32_copy``), as every preset loads.
+"""
+
+import contextlib
+
+# (Keras is imported where it is used: recipes read this module's names without it.)
+PRECISIONS = ("float32", "mixed_bfloat16")
+
+
+def check(precision, where="precision"):
+    """``precision`` if it is one of ``PRECISIONS``, else a ValueError naming it."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"{where} must be one of {', '.join(PRECISIONS)}; received "
+                         f"{precision!r}.")
+    return precision
+
+
+@contextlib.contextmanager
+def policy(precision):
+    """Keras' global dtype policy set to ``precision`` while the block runs (the layers
+    made inside take it), and the one before restored after."""
+    import keras
+
+    check(precision)
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(precision)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def autocasting(layer):
+    """The autocast scope ``Layer.__call__`` opens for a mixed ``layer`` (its variables
+    read in its compute dtype), or no scope for one that is not mixed."""
+    if layer.compute_dtype == layer.variable_dtype:
+        return contextlib.nullcontext()
+    from keras.src.backend import AutocastScope
+
+    return AutocastScope(layer.compute_dtype)
+
+
+class StatelessAutocast:
+    """A model mixin: ``stateless_call`` (JAX's training and evaluation steps) runs
+    ``call`` directly, without the autocast scope ``__call__`` opens, so the variables a
+    model reads itself, not through a layer's call (a tied output embedding, a decoder
+    cell's kernels in a loop), would stay float32 and promote the bfloat16 around them
+    to float32. This opens that scope there too."""
+
+    def stateless_call(self, *args, **kwargs):
+        with autocasting(self):
+            return super().stateless_call(*args, **kwargs)
+
+
+def float32_copy(model):
+    """``model`` itself if it computes in float32, else the same model (config, weights,
+    text pipeline) built under the float32 policy: what a preset saves and loads."""
+    if model.dtype_policy.name == "float32":
+        return model
+    with policy("float32"):
+        copy = type(model).from_config({**model.get_config(), "dtype": "float32"})
+    copy.set_weights(model.get_weights())  # float32 both: the master weights as they are
+    if getattr(model, "preprocessor", None) is not None:
+        copy.set_preprocessor(model.preprocessor)
+    return copy
