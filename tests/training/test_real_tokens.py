@@ -91,3 +91,71 @@ def test_the_translation_task_trains_the_real_tokens_view_and_guided_alignment_p
     guided = alignment.GuidedAlignmentTraining(model, 1.0)
     logits = keras.ops.convert_to_numpy(guided((source, decoder_in)))
     assert logits.shape == (int((decoder_in != 0).sum()), model.target_vocabulary_size)
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+def test_a_source_cut_at_its_last_real_position_gives_the_same_state(kind):
+    model = tiny_translator(MODELS[kind])
+    source, _, _ = _batch(model, width=20)
+    width = int(np.nonzero((source != 0).any(axis=0))[0][-1]) + 1
+    assert width < source.shape[1]
+    whole = model.encode(source)
+    cut = model.encode(source, trim_padding=True)
+    assert sorted(cut) == sorted(whole)
+    for name, value in whole.items():
+        value = keras.ops.convert_to_numpy(value)
+        if name in ("memory", "keys", "mask"):  # per source position: the real ones kept
+            value = value[:, :width]
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(cut[name]), value,
+                                   rtol=1e-6, atol=1e-6)
+
+
+def _trained_weights(kind, metrics, steps=3):
+    """A tiny translator's weights after ``steps`` of Keras' ``train_on_batch`` from the
+    same weights and seeds (dropout on), compiled as the README's fine-tune compiles."""
+    from zoo.training.translation import compile_for_training
+
+    tiny = tiny_translator(MODELS[kind])
+    keras.utils.set_random_seed(3)
+    model = MODELS[kind].from_config({**tiny.get_config(), "dropout": 0.3})
+    model.set_preprocessor(tiny.preprocessor)
+    model.set_weights([np.random.default_rng(0).normal(scale=0.1, size=w.shape)
+                       for w in model.get_weights()])
+    compile_for_training(model, learning_rate=1e-2, label_smoothing=0.1)
+    if metrics:  # metrics read every position's logits: the dense step
+        model.compile(optimizer=model.optimizer, loss=model.loss, metrics=metrics)
+    decode = model.decode_teacher_forced
+    model.real_only_calls = []
+
+    def recorded(*args, real_only=False, **kwargs):  # what the step is traced with
+        model.real_only_calls.append(real_only)
+        return decode(*args, real_only=real_only, **kwargs)
+
+    model.decode_teacher_forced = recorded
+    source, decoder_in, decoder_out = _batch(model, width=20)
+    losses = [float(model.train_on_batch((source, decoder_in), decoder_out)
+                    if not metrics else
+                    model.train_on_batch((source, decoder_in), decoder_out)[0])
+              for _ in range(steps)]
+    return model, losses, [np.asarray(w) for w in model.get_weights()]
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+def test_fit_on_the_translator_trains_the_real_tokens_to_the_same_weights(kind):
+    """The README's fine-tune (``compile_for_training``, then ``fit`` on the translator
+    itself) takes the real tokens' step; the same losses and weights as the dense one."""
+    model, losses, weights = _trained_weights(kind, metrics=None)
+    assert model.real_only_calls and all(model.real_only_calls)
+    assert not model._trains_real_tokens(((1, 2), 3, np.ones(2)))  # sample weights: dense
+    dense_model, dense_losses, dense_weights = _trained_weights(kind, metrics=["accuracy"])
+    assert dense_model.real_only_calls and not any(dense_model.real_only_calls)
+    np.testing.assert_allclose(losses, dense_losses, rtol=1e-5)
+    assert losses[-1] < losses[0]
+    for weight, dense_weight in zip(weights, dense_weights, strict=True):
+        np.testing.assert_allclose(weight, dense_weight, rtol=1e-4, atol=1e-5)
+    # evaluate takes the packed step too: the same loss as the dense model's
+    source, decoder_in, decoder_out = _batch(model, width=20)
+    packed = model.evaluate((source, decoder_in), decoder_out, verbose=0)
+    dense_model.set_weights(weights)
+    dense = dense_model.evaluate((source, decoder_in), decoder_out, verbose=0)[0]
+    assert packed == pytest.approx(dense, rel=1e-5)

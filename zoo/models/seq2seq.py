@@ -91,6 +91,24 @@ def _pad_for_compilation(source_ids):
     return np.pad(source_ids, ((0, 0), (0, width - source_ids.shape[1])))
 
 
+def _trim_padding(real, *tensors):
+    """``tensors [B, T, ...]`` cut to the first ``W`` positions, ``W`` the last position
+    where ``real [B, T]`` is True, plus one (at least 1): what follows is padding in every
+    row. On TensorFlow only (training, ``train_step``: shapes known when run); elsewhere
+    the tensors as they are. After dropout: its masks are drawn for the whole batch, as
+    before. Recurrences and attention give the same values at the real positions (the
+    padding was masked, and it comes after them), the 24% of the zh->en recipe's
+    positions after the last real one in each batch of its length buckets are not
+    computed (docs/benchmarks.md)."""
+    if not zoo_backend.is_tensorflow():
+        return tensors
+    import tensorflow as tf
+
+    positions = tf.range(1, tf.shape(real)[1] + 1)
+    width = tf.maximum(tf.reduce_max(tf.where(real, positions, 0)), 1)
+    return tuple(tensor[:, :width] for tensor in tensors)
+
+
 class Seq2Seq(PresetModel):
     """Shared machinery of the translation models (not used directly).
 
@@ -211,16 +229,16 @@ class Seq2Seq(PresetModel):
 
         ``output_product``: ``hidden -> hidden E^T``, when the caller prepared it once for
         many steps (decoding, ``_output_product``) instead of once per call. ``real``
-        (TensorFlow): a boolean mask of the positions of ``features [B, T, F]`` whose
-        logits are wanted; they come packed, ``[N, V]`` in row-major order. The product
-        over the vocabulary is then made for those alone; the projection and its dropout
-        run over every position, so that dropout draws what it draws for the whole batch.
+        (TensorFlow): a boolean mask ``[B, T]`` of the positions whose logits are wanted;
+        they come packed, ``[N, V]`` in row-major order. ``features`` may be cut to the
+        first ``W <= T`` positions (``_trim_padding``), the mask's later positions all
+        False. The projection and the product over the vocabulary are then made for those
+        alone (``_packed_hidden``); dropout draws what it draws for the whole batch.
         """
-        hidden = self.dropout(self.output_projection(features), training=training)
         if real is not None:
-            import tensorflow as tf
-
-            hidden = tf.boolean_mask(hidden, real)
+            hidden = self._packed_hidden(features, real, training)
+        else:
+            hidden = self.dropout(self.output_projection(features), training=training)
         if output_product is None:
             product = ops.matmul(hidden, ops.transpose(self.target_embedding.embeddings))
         else:
@@ -228,6 +246,24 @@ class Seq2Seq(PresetModel):
         # Mixed precision: the product in bfloat16, the logits float32 (the bias is never
         # cast: ``build``), as Keras advises for the layer before a softmax and a loss.
         return ops.cast(product, "float32") + self.output_bias
+
+    def _packed_hidden(self, features, real, training):
+        """The projection of the positions ``real [B, T]`` of ``features [B, W, F]``
+        (``W <= T``), packed ``[N, E]``, with dropout. The padding's share of the projection
+        is not computed (41% of the zh->en recipe's target positions, docs/benchmarks.md);
+        dropout's mask is drawn for the whole ``[B, T, E]``, as the dense path draws it,
+        and its real positions picked: the same masks, so a seeded training gives the same
+        weights."""
+        import tensorflow as tf
+
+        packed = tf.boolean_mask(features, real[:, : tf.shape(features)[1]])
+        hidden = self.output_projection(packed)
+        if training and self.dropout.rate > 0:
+            batch, width = tf.unstack(tf.shape(real))
+            kept = self.dropout(tf.ones([batch, width, self.embedding_dim], hidden.dtype),
+                                training=training)
+            hidden = hidden * tf.boolean_mask(kept, real)
+        return hidden
 
     def _output_product(self, rows):
         """``hidden -> hidden E^T`` for a search over ``rows`` rows (a static int, or None).
@@ -248,9 +284,12 @@ class Seq2Seq(PresetModel):
         transposed = ops.transpose(embeddings)
         return lambda hidden: ops.matmul(hidden, transposed)
 
-    def encode(self, source_ids, training=False):
+    def encode(self, source_ids, training=False, trim_padding=False):
         """The decoder's initial state (a dict of tensors, batch first): the keys in
-        ``recurrent_state`` change at every step, the others are read-only memory."""
+        ``recurrent_state`` change at every step, the others are read-only memory.
+        ``trim_padding`` (training on TensorFlow, ``train_step``): the encoder reads the
+        source only up to its batch's last real position (``_trim_padding``); the same
+        state, less work."""
         raise NotImplementedError
 
     def decode_step(self, tokens, state, output_product=None):
@@ -273,11 +312,47 @@ class Seq2Seq(PresetModel):
         with ``real_only`` on TensorFlow of those where ``target_input_ids`` is not
         padding (the output layer and the loss over the vocabulary were half of the
         zh->en recipe's training step, and 41% of its target positions padding:
-        docs/benchmarks.md). Other backends compile fixed shapes: every position."""
+        docs/benchmarks.md); ``features`` may then stop at the batch's last real position
+        (``_trim_padding``). Other backends compile fixed shapes: every position."""
         real = None
         if real_only and zoo_backend.is_tensorflow():
             real = ops.not_equal(target_input_ids, PAD_ID)
         return self.logits(features, training=training, real=real)
+
+    # -- fit on TensorFlow: the real tokens only -------------------------------------------
+    def _trains_real_tokens(self, data):
+        """Whether ``fit``'s and ``evaluate``'s step on this batch computes the real target
+        tokens only (as ``zoo train``'s ``RealTokensTraining``): on TensorFlow, not
+        compiled to XLA, compiled with ``SmoothedCrossentropy`` (``compile_for_training``)
+        and no metrics (they would read every position's logits), no sample weights."""
+        from zoo.models.losses import SmoothedCrossentropy
+
+        if not zoo_backend.is_tensorflow() or self.jit_compile:
+            return False
+        if not isinstance(getattr(self, "loss", None), SmoothedCrossentropy):
+            return False
+        _, targets, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        return self._compile_metrics is None and targets is not None and sample_weight is None
+
+    def train_step(self, *args, **kwargs):
+        """Keras' step; on TensorFlow, where ``_trains_real_tokens``, with the logits of the
+        real target tokens only, packed (``decode_teacher_forced(real_only=True)``), the
+        source and target read up to their batch's last real position: the loss and
+        gradients of every position's, within float rounding, for less work (the
+        README's fine-tune, 20,000 pairs of zh->en on two cores: docs/benchmarks.md)."""
+        return self._step_on_real_tokens(super().train_step, *args, **kwargs)
+
+    def test_step(self, *args, **kwargs):
+        return self._step_on_real_tokens(super().test_step, *args, **kwargs)
+
+    def _step_on_real_tokens(self, step, *args, **kwargs):
+        if not (len(args) == 1 and not kwargs and self._trains_real_tokens(args[0])):
+            return step(*args, **kwargs)
+        self._real_tokens_call = True  # read by call() while the step is traced
+        try:
+            return step(*args)
+        finally:
+            self._real_tokens_call = False
 
     def decoding_flops(self, source_length, steps):
         """Floating-point operations to encode a source of ``source_length`` pieces and
@@ -301,6 +376,10 @@ class Seq2Seq(PresetModel):
 
     def call(self, inputs, training=False):
         source_ids, target_input_ids = inputs
+        if getattr(self, "_real_tokens_call", False):  # train_step's, on TensorFlow
+            state = self.encode(source_ids, training=training, trim_padding=True)
+            return self.decode_teacher_forced(target_input_ids, state, training=training,
+                                              real_only=True)
         state = self.encode(source_ids, training=training)
         return self.decode_teacher_forced(target_input_ids, state, training=training)
 
@@ -764,9 +843,12 @@ class AttentionSeq2Seq(Seq2Seq):
     def _output_features(self):
         return self.units + 2 * self.units + self.embedding_dim
 
-    def encode(self, source_ids, training=False):
+    def encode(self, source_ids, training=False, trim_padding=False):
         embedded = self.dropout(self.source_embedding(source_ids), training=training)
-        return self.encode_embedded(embedded, ops.not_equal(source_ids, PAD_ID), training)
+        mask = ops.not_equal(source_ids, PAD_ID)
+        if trim_padding:
+            embedded, mask = _trim_padding(mask, embedded, mask)
+        return self.encode_embedded(embedded, mask, training)
 
     def encode_embedded(self, embedded, mask, training=False):
         """``encode`` from the source embeddings ``[batch, source_len, embedding_dim]``
@@ -825,6 +907,8 @@ class AttentionSeq2Seq(Seq2Seq):
     def decode_teacher_forced(self, target_input_ids, state, training=False,
                               return_attention=False, real_only=False):
         embedded = self.dropout(self.target_embedding(target_input_ids), training=training)
+        if real_only and not return_attention:
+            embedded, = _trim_padding(ops.not_equal(target_input_ids, PAD_ID), embedded)
         features = 3 * self.units  # [s_t; c_t], then the attention weights a_t
         # The cell reads [E y_{t-1}; c_t]: the product of its kernel's embedding rows is
         # made for every step at once, before the loop (and its gradient after it, one
@@ -889,9 +973,11 @@ class BottleneckSeq2Seq(Seq2Seq):
     def _output_features(self):
         return self.units + self.embedding_dim
 
-    def encode(self, source_ids, training=False):
+    def encode(self, source_ids, training=False, trim_padding=False):
         mask = ops.not_equal(source_ids, PAD_ID)
         embedded = self.dropout(self.source_embedding(source_ids), training=training)
+        if trim_padding:
+            embedded, mask = _trim_padding(mask, embedded, mask)
         _, h, c = self.encoder(embedded, mask=mask, training=training)
         return {"h": h, "c": c}
 
@@ -919,6 +1005,8 @@ class BottleneckSeq2Seq(Seq2Seq):
         if return_attention:
             self._check_attention_level("word")  # the error: this model has no attention
         embedded = self.dropout(self.target_embedding(target_input_ids), training=training)
+        if real_only:
+            embedded, = _trim_padding(ops.not_equal(target_input_ids, PAD_ID), embedded)
         outputs, _, _ = self.decoder(
             embedded, initial_state=[state["h"], state["c"]], training=training
         )

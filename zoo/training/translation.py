@@ -438,8 +438,11 @@ class RealTokensTraining(keras.Model):
     (``Seq2Seq.decode_teacher_forced(real_only=True)``), which ``SmoothedCrossentropy``
     takes with the targets as they come. The output layer's product over the vocabulary
     and the loss were half of the zh->en recipe's training step, and 41% of its target
-    positions padding (docs/benchmarks.md). The loss is the one over every position, its
-    gradients the same within float rounding (the sums over positions lose zeros)."""
+    positions padding (docs/benchmarks.md); the source and the target are read up to
+    their batch's last real position (``trim_padding``). The loss is the one over every
+    position, its gradients the same within float rounding (the sums over positions lose
+    zeros). ``fit`` on the translator itself does the same where it can
+    (``Seq2Seq.train_step``)."""
 
     def __init__(self, translator, **kwargs):
         # The translator's dtype policy: under mixed precision, its variables cast alike.
@@ -449,7 +452,7 @@ class RealTokensTraining(keras.Model):
 
     def call(self, inputs, training=False):
         source_ids, target_input_ids = inputs
-        state = self.translator.encode(source_ids, training=training)
+        state = self.translator.encode(source_ids, training=training, trim_padding=True)
         return self.translator.decode_teacher_forced(target_input_ids, state,
                                                      training=training, real_only=True)
 
