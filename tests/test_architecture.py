@@ -23,7 +23,7 @@ DOC = ROOT / "docs" / "architecture.md"
 # level; "zoo" is the package's face (zoo/__init__.py: what ``import zoo`` and
 # ``from zoo import load`` give).
 FLOORS = (
-    ("base", ("zoo._startup", "zoo.backend", "zoo.files")),
+    ("base", ("zoo._startup", "zoo.backend", "zoo.files", "zoo.precision")),
     ("blocks", ("zoo.layers", "zoo.text", "zoo.data", "zoo.decoding")),
     ("models", ("zoo.inspection", "zoo.presets", "zoo.models", "zoo")),
     ("judging", ("zoo.evaluation",)),
