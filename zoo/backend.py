@@ -50,6 +50,43 @@ def usable_cores():
         return os.cpu_count() or 1
 
 
+def side_by_side_searches():
+    """How many searches ``translate`` runs side by side on one batch's parts: on
+    TensorFlow, as many as its inter-op pool (which runs operations side by side) holds
+    operations of its intra-op threads each, on the cores this process may use; elsewhere
+    one. A decoder step's products over a few dozen rows split poorly across threads, and
+    its hundreds of small operations not at all: with one thread per operation, two
+    searches on two cores do more than one (greedy on 64 sentences 1.3-1.7x); with
+    TensorFlow's default, every operation on all cores, one search (two ran at 0.93x).
+    docs/benchmarks.md, "Two searches side by side"."""
+    if not is_tensorflow():
+        return 1
+    import tensorflow as tf
+
+    cores = usable_cores()
+    inter_op = tf.config.threading.get_inter_op_parallelism_threads() or cores
+    intra_op = tf.config.threading.get_intra_op_parallelism_threads() or cores
+    return max(1, min(inter_op, cores) // intra_op)
+
+
+_SIDE_BY_SIDE = {}
+
+
+def map_side_by_side(function, items):
+    """``[function(item) for item in items]``, the items run side by side in threads
+    (TensorFlow releases Python's lock while it computes); one item runs here."""
+    if len(items) == 1:
+        return [function(items[0])]
+    import concurrent.futures
+
+    with _COMPILING:  # one pool for the process, made on first use
+        pool = _SIDE_BY_SIDE.get("pool")
+        if pool is None:
+            pool = _SIDE_BY_SIDE["pool"] = concurrent.futures.ThreadPoolExecutor(
+                usable_cores(), thread_name_prefix="zoo-search")
+    return list(pool.map(function, items))
+
+
 def use_one_thread_per_operation():
     """On TensorFlow, run each operation on one thread and independent operations side by
     side (its inter-op pool keeps one thread per core): what a process that translates
@@ -57,11 +94,12 @@ def use_one_thread_per_operation():
     to split across threads; on the 2-core AMD EPYC (AVX-512) of December 2026, greedy
     ``translate`` of one sentence took 6.0-6.7 ms so against 8.7-8.8 ms with TensorFlow's
     default (two threads per operation) and 8.0-8.1 ms on one thread in all (``zoo
-    benchmark decoding NAME --threads 1 2 1/2``, docs/benchmarks.md). A batch of 64 under
-    beam search is slower so (163-166 against 179-184 sentences/s): only for one-at-a-time
-    work. Left as it is where the user set ``TF_NUM_INTRAOP_THREADS`` or TensorFlow has
-    started already with other settings (it fixes its pools once). Returns whether
-    one thread per operation is in effect."""
+    benchmark decoding NAME --threads 1 2 1/2``, docs/benchmarks.md). A batch is then
+    searched in parts side by side (``side_by_side_searches``), which made it faster so
+    too: greedy on 64 sentences 1.32x the default, beam 5 1.21x. Left as it is where the
+    user set ``TF_NUM_INTRAOP_THREADS`` or TensorFlow has started already with other
+    settings (it fixes its pools once). Returns whether one thread per operation is in
+    effect."""
     import os
 
     if not is_tensorflow() or os.environ.get("TF_NUM_INTRAOP_THREADS"):

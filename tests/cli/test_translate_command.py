@@ -108,3 +108,21 @@ def test_translate_output_keeps_its_mode_and_its_symbolic_link(toy_preset, tmp_p
     assert link.is_symlink() and real.read_text() == "Hello.\n"
     assert real.stat().st_mode & 0o777 == 0o644
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt", "real.txt"]
+
+
+def test_translate_computes_one_thread_per_operation_from_the_start(toy_preset, monkeypatch,
+                                                                     capsys):
+    """Set before the model loads (TensorFlow fixes its pools when it first runs): the
+    batch's parts are then searched side by side (``backend.side_by_side_searches``)."""
+    from zoo import backend
+    from zoo.cli import main, translate
+
+    calls = []
+    monkeypatch.setattr(backend, "use_one_thread_per_operation",
+                        lambda: calls.append("one thread per operation"))
+    loading = translate.load_translator
+    monkeypatch.setattr(translate, "load_translator",
+                        lambda name: calls.append("load") or loading(name))
+    assert main(["translate", str(toy_preset), "你好。"]) == 0
+    assert calls == ["one thread per operation", "load"]
+    assert capsys.readouterr().out == "Hello.\n"

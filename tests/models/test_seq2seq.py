@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from conftest import MODELS, SOURCES, TARGETS, tiny_translator as _tiny
 from testcase import outputs_and_gradients, run_preset_round_trip
+from zoo import backend as zoo_backend
 from zoo.models import AttentionSeq2Seq
 from zoo.text import TranslationPreprocessor, Vocabulary
 
@@ -205,6 +206,58 @@ def test_bad_model_output_rules_are_clear_errors(trained):
     with pytest.raises(ValueError, match="min_length_ratio must be a positive number"):
         model.output_rules = {"min_length_ratio": -2}
     assert model.output_rules == {}
+
+
+def test_a_batch_searched_in_parts_side_by_side_translates_as_in_one_search(trained,
+                                                                             monkeypatch):
+    """``translate`` splits a batch into parts searched side by side (one per inter-op
+    thread, each of at least 16 sentences): every search option gives what one search
+    of the whole batch gives, each text its own translation."""
+    model = trained["attention"]
+    texts = [a + b for a in SOURCES for b in SOURCES]  # 36 different texts
+    prefixes = [["", "He", "You read"][i % 3] for i in range(len(texts))]
+    parts = []
+    searched = zoo_backend.map_side_by_side
+
+    def recorded(function, items):
+        parts.append([len(item) for item in items])
+        return searched(function, items)
+
+    def translations():
+        return [model.translate(texts), model.translate(texts, beam_size=3, num_hypotheses=2),
+                model.translate(texts, sampling=True, top_k=4, seed=5),
+                model.translate(texts, prefix=prefixes),
+                model.translate(texts, return_attention=True, attention_level="piece")]
+
+    monkeypatch.setattr(zoo_backend, "map_side_by_side", recorded)
+    monkeypatch.setattr(zoo_backend, "side_by_side_searches", lambda: 1)
+    alone = translations()
+    assert parts == [[36]] * 5
+    parts.clear()
+    monkeypatch.setattr(zoo_backend, "side_by_side_searches", lambda: 3)
+    side_by_side = translations()
+    assert parts == [[18, 18]] * 5  # 36 sentences: two parts of at least 16
+    assert side_by_side[:4] == alone[:4]
+    assert side_by_side[4][0] == alone[4][0]
+    for ours, theirs in zip(side_by_side[4][1], alone[4][1]):
+        np.testing.assert_allclose(ours, theirs, atol=1e-6)
+    parts.clear()
+    model.translate(texts[:31])  # under two parts of 16: one search
+    assert parts == [[31]]
+
+
+def test_searches_side_by_side_fill_the_cores_with_operations_of_their_threads(monkeypatch):
+    # (cores, intra-op threads, inter-op threads, searches); 0: TensorFlow's default, one
+    # per core
+    for cores, intra_op, inter_op, searches in [(2, 0, 0, 1), (2, 1, 0, 2), (2, 1, 2, 2),
+                                                (2, 2, 2, 1), (2, 1, 1, 1), (2, 1, 8, 2),
+                                                (1, 0, 0, 1), (16, 1, 4, 4), (16, 4, 0, 4)]:
+        monkeypatch.setattr(zoo_backend, "usable_cores", lambda: cores)
+        monkeypatch.setattr(tf.config.threading, "get_intra_op_parallelism_threads",
+                            lambda: intra_op)
+        monkeypatch.setattr(tf.config.threading, "get_inter_op_parallelism_threads",
+                            lambda: inter_op)
+        assert zoo_backend.side_by_side_searches() == searches
 
 
 @pytest.mark.parametrize("beam_size", [1, 3])

@@ -57,6 +57,12 @@ def _command_translate(args):
     args.search = search_from_options(args, GreedySearch())
     check_search_options(max_length=args.max_length, batch_size=args.batch_size)
     args.rules = _output_rules(args)
+    from zoo import backend
+
+    # One thread per operation, the batch's parts searched side by side: faster than
+    # TensorFlow's default for one text and for a batch, greedy and beam alike
+    # (docs/benchmarks.md, "Two searches side by side").
+    backend.use_one_thread_per_operation()
     model = load_translator(args.name)
     if args.search.returns_hypotheses:
         return _print_n_best(model, args)

@@ -81,6 +81,11 @@ def _without_offs(rules):
             if not (isinstance(value, (int, float)) and value == 0)}
 
 
+# The fewest sentences a search run side by side with another gets: below, a step's
+# products are too small for two searches to gain (zoo.backend.side_by_side_searches).
+_SIDE_BY_SIDE_ROWS = 16
+
+
 def _pad_for_compilation(source_ids):
     """JAX compiles a search once per input shape: padding the source to a multiple of
     8 positions bounds the shapes it sees (the padding is masked, so the numbers are
@@ -548,20 +553,31 @@ class Seq2Seq(PresetModel):
                                          return_attention, rules, prefixes is not None,
                                          one_sentence)
 
-        # Similar lengths together: less padding, and the batch stops sooner.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            source_ids = preprocessor.tokenize_sources([texts[i] for i in chunk])
-            inputs = [_pad_for_compilation(source_ids), *search.feeds(np.asarray(chunk, np.int32))]
+        def searched(part):
+            source_ids = preprocessor.tokenize_sources([texts[i] for i in part])
+            inputs = [_pad_for_compilation(source_ids), *search.feeds(np.asarray(part, np.int32))]
             if prefixes is not None:
-                inputs.append(_pad_for_compilation(pad_batch([prefixes[i] for i in chunk])))
-            tokens, *scores, attention = compiled(len(chunk) == 1)(*inputs)
+                inputs.append(_pad_for_compilation(pad_batch([prefixes[i] for i in part])))
+            tokens, *scores, attention = compiled(len(part) == 1)(*inputs)
             if attention is not None:
                 attention = attention[..., : source_ids.shape[1]]
-            for row, index in enumerate(chunk):
-                yield (index, tokens[row], None if attention is None else attention[row],
-                       source_ids[row], *(s[row] for s in scores))
+            return source_ids, tokens, scores, attention
+
+        # Similar lengths together: less padding, and the batch stops sooner.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        searches_side_by_side = zoo_backend.side_by_side_searches()
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            # A batch's parts searched side by side, each of every n-th sentence (similar
+            # lengths, the parts as long); a sentence's translation does not depend on
+            # the sentences beside it (tested).
+            count = max(1, min(searches_side_by_side, len(chunk) // _SIDE_BY_SIDE_ROWS))
+            parts = [chunk[i::count] for i in range(count)]
+            for part, found in zip(parts, zoo_backend.map_side_by_side(searched, parts)):
+                source_ids, tokens, scores, attention = found
+                for row, index in enumerate(part):
+                    yield (index, tokens[row], None if attention is None else attention[row],
+                           source_ids[row], *(s[row] for s in scores))
 
     def translate(self, texts, beam_size=None, max_length=None, return_attention=False,
                   batch_size=64, attention_level="word", check_outputs=True,
