@@ -56,9 +56,10 @@ def side_by_side_searches():
     operations of its intra-op threads each, on the cores this process may use; elsewhere
     one. A decoder step's products over a few dozen rows split poorly across threads, and
     its hundreds of small operations not at all: with one thread per operation, two
-    searches on two cores do more than one (greedy on 64 sentences 1.3-1.7x); with
-    TensorFlow's default, every operation on all cores, one search (two ran at 0.93x).
-    docs/benchmarks.md, "Two searches side by side"."""
+    searches on two cores do more than one (greedy on 64 sentences 1.30x, beam 5 1.58x);
+    with TensorFlow's default, every operation on all cores, one search (two ran at
+    0.93x). docs/benchmarks.md, "Beam's coverage penalty without the attention rows, and
+    two searches side by side"."""
     if not is_tensorflow():
         return 1
     import tensorflow as tf

@@ -61,7 +61,7 @@ def _command_translate(args):
 
     # One thread per operation, the batch's parts searched side by side: faster than
     # TensorFlow's default for one text and for a batch, greedy and beam alike
-    # (docs/benchmarks.md, "Two searches side by side").
+    # (docs/benchmarks.md, "... and two searches side by side").
     backend.use_one_thread_per_operation()
     model = load_translator(args.name)
     if args.search.returns_hypotheses:
