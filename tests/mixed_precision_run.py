@@ -7,7 +7,10 @@ loads) validated again in float32.
 Run with ``KERAS_BACKEND=jax`` (tests/training/test_mixed_precision_training.py runs it
 in a subprocess; docs/benchmarks.md#mixed-precision records a longer run):
 
-    KERAS_BACKEND=jax python tests/mixed_precision_run.py OUT [PAIRS EPOCHS UNITS NOISE]
+    KERAS_BACKEND=jax python tests/mixed_precision_run.py OUT [PAIRS EPOCHS UNITS NOISE [RUNS]]
+
+``RUNS``: the runs to make, by name, comma-separated (``mixed_bfloat16,mixed_bfloat16_seed_1``:
+the mixed runs alone, when a change leaves float32's numbers as they were); all by default.
 """
 
 import json
@@ -66,9 +69,10 @@ def float32_validation_loss(directory, recipe, data_dir):
         model, task.read_splits(), recipe["seed"])[0])
 
 
-def main(out, pairs=3000, epochs=3, units=64, noise=0):
-    """``noise=1``: both precisions from seed 1 too, how far apart two trainings of one
-    precision end."""
+def main(out, pairs=3000, epochs=3, units=64, noise=0, only=""):
+    """``noise=n``: both precisions from seeds 1 to n too, how far apart trainings of one
+    precision end. ``only``: the names of the runs to make, comma-separated (all if
+    empty)."""
     out = Path(out)
     data_dir = data_folder(out, pairs)
     recipe = {**RECIPE, "epochs": epochs,
@@ -78,8 +82,15 @@ def main(out, pairs=3000, epochs=3, units=64, noise=0):
                "units": units}
     runs = {"float32": {"precision": "float32"},
             "mixed_bfloat16": {"precision": "mixed_bfloat16"}}
-    if noise:
-        runs.update({f"{name}_seed_1": {**changes, "seed": 1} for name, changes in runs.items()})
+    runs.update({f"{name}_seed_{seed}": {**changes, "seed": seed}
+                 for seed in range(1, noise + 1) for name, changes in runs.items()})
+    if only:
+        chosen = only.split(",")
+        unknown = [name for name in chosen if name not in runs]
+        if unknown:
+            raise SystemExit(f"No run named {', '.join(unknown)}; the runs are "
+                             f"{', '.join(runs)} (seed n's with NOISE n or more).")
+        runs = {name: runs[name] for name in chosen}
     for name, changes in runs.items():
         written = {**recipe, **changes}
         directory, seconds, logged = train(written, data_dir, out / name)
@@ -93,4 +104,4 @@ def main(out, pairs=3000, epochs=3, units=64, noise=0):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], *(int(a) for a in sys.argv[2:]))
+    main(sys.argv[1], *(int(a) for a in sys.argv[2:6]), *sys.argv[6:7])

@@ -7,6 +7,12 @@ the loss is float32 (Keras' losses compute in ``floatx``). bfloat16 has float32'
 so no loss scaling is needed (Keras wraps the optimizer in a ``LossScaleOptimizer`` for
 ``mixed_float16`` only).
 
+Recurrent layers go further than Keras' own (``state_dtype``, ``product``): only their
+matrix products run in bfloat16; the states they carry from step to step and the gates'
+element-wise arithmetic stay float32, as is usual for RNNs in mixed precision. A GRU's
+``h = z h + (1 - z) n`` with z near 1 moves h by less than bfloat16's step (2^-8 of h),
+so a bfloat16 state would lose those updates, step after step.
+
 A model is built under the policy (``policy``) for training only: what ships is float32
 (``float32_copy``), as every preset loads.
 """
@@ -48,6 +54,33 @@ def autocasting(layer):
     from keras.src.backend import AutocastScope
 
     return AutocastScope(layer.compute_dtype)
+
+
+def cast(x, dtype):
+    """``x`` in ``dtype``; ``x`` itself where it is in ``dtype`` already, so that a float32
+    model's computation (and a graph traced or exported from it) has no added step."""
+    from keras import backend, ops
+
+    if backend.standardize_dtype(x.dtype) == backend.standardize_dtype(dtype):
+        return x
+    return ops.cast(x, dtype)
+
+
+def state_dtype(layer):
+    """The dtype a recurrent ``layer`` keeps its states and its gates' element-wise
+    arithmetic in: its variables' (float32 under ``mixed_bfloat16``; under float32 the
+    compute dtype too, and every cast to it does nothing)."""
+    return layer.variable_dtype
+
+
+def product(layer, x, weight):
+    """``x weight`` as a recurrent ``layer`` computes it: both cast to its compute dtype
+    (bfloat16 under mixed precision: the products are where its speed is), the result
+    in ``state_dtype`` (what the bias, the gates and the states are added in)."""
+    from keras import ops
+
+    compute = layer.compute_dtype
+    return cast(ops.matmul(cast(x, compute), cast(weight, compute)), state_dtype(layer))
 
 
 class StatelessAutocast:

@@ -1,7 +1,8 @@
 """Mixed precision (``zoo.precision``): under Keras' ``mixed_bfloat16`` policy the zoo's
 layers and translators keep float32 variables and compute in bfloat16, the attention's
-softmax and the logits in float32, with finite gradients; the same numbers as float32
-within bfloat16's rounding. Backend-neutral (keras.ops): CI runs this file on JAX and
+softmax and the logits in float32, the recurrent states and the gates' arithmetic in
+float32 too (only the products in bfloat16), with finite gradients; the same numbers as
+float32 within bfloat16's rounding. Backend-neutral (keras.ops): CI runs this file on JAX and
 PyTorch too (.ci/run)."""
 
 import keras
@@ -12,6 +13,7 @@ from testcase import outputs_and_gradients
 
 import zoo.layers
 from zoo import precision
+from zoo.layers import blocks
 from zoo.models import (
     AttentionSeq2Seq,
     BottleneckSeq2Seq,
@@ -119,18 +121,117 @@ def test_sequence_layers_gradients_are_finite_float32_and_near_float32s(name, rn
         np.testing.assert_allclose(gradient, expected, atol=0.05 * scale)
 
 
-@pytest.mark.parametrize("cell_class", [zoo.layers.SimpleRNNCell, zoo.layers.LSTMCell,
-                                        zoo.layers.GRUCell])
-def test_cells_step_in_bfloat16(cell_class, rng):
-    plain, mixed = _twins(lambda: _built(cell_class(8), (None, 5)))
+CELLS = {
+    "simple_rnn": lambda: zoo.layers.SimpleRNNCell(8),
+    "lstm": lambda: zoo.layers.LSTMCell(8),
+    "gru": lambda: zoo.layers.GRUCell(8),
+    "gru_reset_before": lambda: zoo.layers.GRUCell(8, reset_after=False),
+}
+
+
+@pytest.fixture
+def product_dtypes(monkeypatch):
+    """The dtypes of the operands of every matrix product a cell makes (``ops.matmul``,
+    and ``blocks.row_product``, which a step of one row takes on TensorFlow)."""
+    seen = []
+
+    def spy(function):
+        def spied(a, b, *args, **kwargs):
+            seen.append((_dtype(a), _dtype(b)))
+            return function(a, b, *args, **kwargs)
+        return spied
+
+    monkeypatch.setattr(keras.ops, "matmul", spy(keras.ops.matmul))
+    monkeypatch.setattr(blocks, "row_product", spy(blocks.row_product))
+    return seen
+
+
+@pytest.mark.parametrize("name", list(CELLS))
+def test_cells_multiply_in_bfloat16_and_carry_float32_states(name, rng, product_dtypes):
+    plain, mixed = _twins(lambda: _built(CELLS[name](), (None, 5)))
     inputs = rng.normal(size=(3, 5)).astype("float32")
     states = mixed.get_initial_state(3)
-    assert [_dtype(s) for s in states] == [BF16] * len(states)
+    assert [_dtype(s) for s in states] == ["float32"] * len(states)
     output, new_states = mixed(inputs, states)
+    assert product_dtypes and set(product_dtypes) == {(BF16, BF16)}
     expected, _ = plain(inputs, plain.get_initial_state(3))
-    assert _dtype(output) == BF16
-    assert {_dtype(s) for s in keras.tree.flatten(new_states)} == {BF16}
+    assert _dtype(output) == "float32"
+    assert {_dtype(s) for s in keras.tree.flatten(new_states)} == {"float32"}
     np.testing.assert_allclose(_numpy(output), _numpy(expected), atol=ATOL)
+    # A loop that carries bfloat16 states (keras.layers.RNN's) gets them back so.
+    _, new_states = mixed(inputs, [ops.cast(s, BF16) for s in states])
+    assert {_dtype(s) for s in keras.tree.flatten(new_states)} == {BF16}
+
+
+@pytest.mark.parametrize("name", list(CELLS))
+def test_cells_run_in_keras_own_loop(name, rng):
+    plain, mixed = _twins(lambda: _built(keras.layers.RNN(CELLS[name](), return_state=True),
+                                         (None, None, 5)))
+    inputs, mask = _sequences(rng)
+    outputs = mixed(inputs, mask=mask)
+    assert [_dtype(o) for o in outputs] == [BF16] * len(outputs)
+    for got, want in zip(outputs, plain(inputs, mask=mask)):
+        np.testing.assert_allclose(_numpy(got), _numpy(want), atol=ATOL)
+
+
+def _near_one_gate(cell, offset):
+    """``cell``'s weights with its update gate (GRU: z) or forget gate (LSTM: f, and its
+    input gate near 0) saturated by a bias of ``offset``: at 8 the state moves by a few
+    parts in 10^4 a step, less than half a bfloat16 step (2^-9) of a state between 0.5
+    and 1."""
+    weights = cell.get_weights()
+    bias = weights[2]
+    units = cell.units
+    if isinstance(cell, zoo.layers.LSTMCell):
+        bias[:units] = -offset  # i
+        bias[units:2 * units] = offset  # f
+    else:
+        (bias[0] if bias.ndim == 2 else bias)[:units] = offset  # z (a reset-after GRU's input half)
+    return weights
+
+
+@pytest.mark.parametrize("name", ["lstm", "gru", "gru_reset_before"])
+def test_a_state_keeps_an_update_smaller_than_bfloat16s_step(name, rng):
+    plain, mixed = _twins(lambda: _built(CELLS[name](), (None, 5)))
+    weights = _near_one_gate(plain, 8.0)
+    plain.set_weights(weights)
+    mixed.set_weights(weights)
+    inputs = rng.normal(size=(4, 5)).astype("float32")
+    states = [rng.uniform(0.5, 1.0, size=(4, 8)).astype("float32")
+              for _ in plain.get_initial_state(4)]
+    _, want = plain(inputs, states)
+    _, got = mixed(inputs, states)
+    state, want, got = states[-1], _numpy(want[-1]), _numpy(got[-1])  # h (GRU), c (LSTM)
+    update = np.abs(want - state)
+    assert 1e-5 < update.max() < 2.0 ** -9  # each update under half a bfloat16 step
+    # The mixed cell's step agrees with float32's to a few hundredths of the update (its
+    # products' rounding), far inside bfloat16's 2^-8 of the state, which would lose the
+    # update altogether.
+    np.testing.assert_allclose(got, want, rtol=0, atol=2.0 ** -14)
+    assert (np.abs(got - state) > 0.5 * update).all()
+
+
+@pytest.mark.parametrize("training", [False, True], ids=["inference", "training"])
+@pytest.mark.parametrize("name", ["lstm", "gru", "gru_reset_before"])
+def test_sequence_layers_accumulate_small_updates_over_many_steps(name, training, rng):
+    """Every loop that runs a cell (Keras' on JAX and PyTorch, the fused kernels' on
+    TensorFlow) carries its states in float32: 64 updates each below bfloat16's step add
+    up as in float32; a bfloat16 state would not move from where it started."""
+    layer_class, options = SEQUENCE_LAYERS[name]
+    plain, mixed = _twins(lambda: _built(layer_class(8, return_state=True, **options),
+                                         (None, None, 5)))
+    weights = _near_one_gate(plain.cell, 7.0)
+    plain.set_weights(weights)
+    mixed.set_weights(weights)
+    inputs = rng.normal(size=(4, 64, 5)).astype("float32")
+    start = [rng.uniform(0.5, 1.0, size=(4, 8)).astype("float32")
+             for _ in plain.cell.get_initial_state(4)]
+    want = _numpy(plain(inputs, initial_state=start, training=training)[-1])
+    got = _numpy(mixed(inputs, initial_state=start, training=training)[-1])
+    moved = np.abs(want - start[-1])
+    assert moved.mean() > 4 * 2.0 ** -8  # well past what bfloat16 steps would lose
+    # the start and the end rounded once each to bfloat16 (what the layer takes and returns)
+    np.testing.assert_allclose(got, want, rtol=0, atol=2.0 ** -7)
 
 
 @pytest.mark.parametrize("make", [
@@ -185,7 +286,8 @@ def test_translators_compute_in_bfloat16_with_float32_logits(model_class, rng):
     plain, mixed = _twins(lambda: _translator(model_class))
     source, target_in = _ids(rng)
     state = mixed.encode(source)
-    assert {_dtype(state[key]) for key in mixed.recurrent_state} == {BF16}
+    # the decoder's states, carried in float32 as its cell carries them
+    assert {_dtype(state[key]) for key in mixed.recurrent_state} == {"float32"}
     logits = mixed((source, target_in))
     assert _dtype(logits) == "float32"  # what the loss reads, as Keras advises
     assert {v.dtype for v in mixed.weights} == {"float32"}

@@ -22,6 +22,12 @@ the gates are concatenated along (-1 here; 0 in the kernels' feature-major layou
 
 Weights have the names, shapes and gate order of the Keras cells of the same name,
 so ``ours.set_weights(keras_cell.get_weights())`` gives the same function.
+
+Under mixed precision (``zoo.precision``) a cell's matrix products run in bfloat16 and
+everything else in float32 (``state_dtype``): the products' results, the biases (read
+uncast), the gates' arithmetic and the states, whatever dtype they come in (``__call__``
+gives them back in that dtype: the zoo's loops carry float32); a bfloat16 state would
+lose every update smaller than 2^-8 of it. In float32 every cast is a no-op.
 """
 
 import keras
@@ -32,6 +38,7 @@ from keras import activations, constraints, initializers, ops, regularizers
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
 from zoo import backend as zoo_backend
+from zoo import precision
 from zoo.layers import blocks
 
 
@@ -186,9 +193,28 @@ class _RecurrentCell(keras.layers.Layer, DropoutRNNCell):
                 initializer=self._bias_initializer(),
                 regularizer=self.bias_regularizer,
                 constraint=self.bias_constraint,
+                autocast=False,  # added to the float32 results of the products
             )
 
     # -- the step ----------------------------------------------------------------
+    @property
+    def state_dtype(self):
+        """The dtype of the states and the gates' arithmetic (``zoo.precision``)."""
+        return precision.state_dtype(self)
+
+    @property
+    def input_dtype(self):
+        """What ``__call__`` casts the floating arguments to: the states among them, so
+        ``state_dtype`` (in bfloat16 under mixed precision a state would lose its small
+        updates); ``project_inputs`` casts the inputs to the compute dtype itself."""
+        return self.state_dtype
+
+    def _states(self, states):
+        """``states`` (a list, or one tensor) in ``state_dtype``."""
+        if isinstance(states, (list, tuple)):
+            return [precision.cast(state, self.state_dtype) for state in states]
+        return precision.cast(states, self.state_dtype)
+
     def _input_bias(self):
         return self.bias
 
@@ -198,20 +224,23 @@ class _RecurrentCell(keras.layers.Layer, DropoutRNNCell):
         A sequence is ``[batch, time, in]``, or ``[time, batch, in]`` with
         ``time_major=True``; the dropout mask is the same at every step.
         """
+        inputs = precision.cast(inputs, self.compute_dtype)
         if training and 0.0 < self.dropout < 1.0:
             mask = self.get_dropout_mask(inputs)
             inputs = inputs * (mask if time_major else _dropout_mask_like(mask, inputs))
         if zoo_backend.is_tensorflow() and len(inputs.shape) == 2:
-            projected = blocks.row_product(inputs, ops.convert_to_tensor(self.kernel))
+            kernel = precision.cast(ops.convert_to_tensor(self.kernel), self.compute_dtype)
+            projected = precision.cast(blocks.row_product(inputs, kernel), self.state_dtype)
         else:
-            projected = ops.matmul(inputs, self.kernel)
+            projected = precision.product(self, inputs, self.kernel)
         if self.use_bias:
             projected = projected + self._input_bias()
         return projected
 
     def _dropped_recurrent_input(self, h_tm1, training):
         if training and 0.0 < self.recurrent_dropout < 1.0:
-            return h_tm1 * self.get_recurrent_dropout_mask(h_tm1)
+            mask = self.get_recurrent_dropout_mask(h_tm1)
+            return h_tm1 * precision.cast(mask, h_tm1.dtype)
         return h_tm1
 
     def recurrent_step(self, projected_inputs, states, training=False):
@@ -248,9 +277,23 @@ class _RecurrentCell(keras.layers.Layer, DropoutRNNCell):
             self.project_inputs(inputs, training), states, training=training
         )
 
+    def __call__(self, inputs, states, **kwargs):
+        output, new_states = super().__call__(inputs, states, **kwargs)
+        if self.compute_dtype == self.variable_dtype:
+            return output, new_states
+        # Mixed precision: each state comes back in the dtype it was given in. The zoo's
+        # loops give float32 (``state_dtype``); another loop, as ``keras.layers.RNN``'s,
+        # starts from the compute dtype, and its carry must keep its type (JAX's scan).
+        given = [keras.backend.standardize_dtype(s.dtype) for s in keras.tree.flatten(states)]
+        flat = keras.tree.flatten(new_states)
+        if len(given) != len(flat):
+            return output, new_states
+        return output, keras.tree.pack_sequence_as(
+            new_states, [precision.cast(s, dtype) for s, dtype in zip(flat, given)])
+
     def get_initial_state(self, batch_size=None):
         sizes = self.state_size if isinstance(self.state_size, list) else [self.state_size]
-        return [ops.zeros((batch_size, size), dtype=self.compute_dtype) for size in sizes]
+        return [ops.zeros((batch_size, size), dtype=self.state_dtype) for size in sizes]
 
     def get_config(self):
         config = {
@@ -305,9 +348,11 @@ class SimpleRNNCell(_RecurrentCell):
     state_names, gate_names = ("h",), ()
 
     def step_with_gates(self, projected_inputs, states, training=False):
-        recurrent_input = self._dropped_recurrent_input(_single_state(states), training)
+        recurrent_input = self._dropped_recurrent_input(self._states(_single_state(states)),
+                                                        training)
         return simple_rnn_gates(
-            projected_inputs + ops.matmul(recurrent_input, self.recurrent_kernel),
+            precision.cast(projected_inputs, self.state_dtype)
+            + precision.product(self, recurrent_input, self.recurrent_kernel),
             self.activation)
 
 
@@ -368,10 +413,11 @@ class LSTMCell(_RecurrentCell):
         return forget_gate_ones
 
     def step_with_gates(self, projected_inputs, states, training=False):
-        h_tm1, c_tm1 = states[0], states[1]
+        h_tm1, c_tm1 = self._states(states[:2])
         recurrent_input = self._dropped_recurrent_input(h_tm1, training)
         return lstm_gates(
-            projected_inputs + ops.matmul(recurrent_input, self.recurrent_kernel),
+            precision.cast(projected_inputs, self.state_dtype)
+            + precision.product(self, recurrent_input, self.recurrent_kernel),
             c_tm1, self.activation, self.recurrent_activation)
 
     def get_config(self):
@@ -432,21 +478,23 @@ class GRUCell(_RecurrentCell):
         return "gru_reset_before", None
 
     def step_with_gates(self, projected_inputs, states, training=False):
-        h_tm1 = _single_state(states)
+        h_tm1 = self._states(_single_state(states))
+        projected_inputs = precision.cast(projected_inputs, self.state_dtype)
         recurrent_input = self._dropped_recurrent_input(h_tm1, training)
         nonlinearities = (self.activation, self.recurrent_activation)
         if self.reset_after:
-            recurrent = ops.matmul(recurrent_input, self.recurrent_kernel)
+            recurrent = precision.product(self, recurrent_input, self.recurrent_kernel)
             if self.use_bias:
                 recurrent = recurrent + self.bias[1]
             return gru_reset_after_gates(projected_inputs, recurrent, h_tm1, *nonlinearities)
         units = self.units
         return gru_reset_before_gates(
             projected_inputs,
-            ops.matmul(recurrent_input, self.recurrent_kernel[:, : 2 * units]),
+            precision.product(self, recurrent_input, self.recurrent_kernel[:, : 2 * units]),
             h_tm1,
             recurrent_input,
-            lambda reset_input: ops.matmul(reset_input, self.recurrent_kernel[:, 2 * units :]),
+            lambda reset_input: precision.product(self, reset_input,
+                                                  self.recurrent_kernel[:, 2 * units :]),
             *nonlinearities,
         )
 

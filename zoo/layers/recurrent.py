@@ -15,7 +15,8 @@ work per step:
 * inside the loop only ``h_{t-1} U`` and the elementwise gate equations remain.
 
 On a GPU, ``LSTM`` and ``GRU`` use cuDNN under the same conditions as Keras
-(``use_cudnn="auto"``). On TensorFlow the whole recurrence runs in
+(``use_cudnn="auto"``), in float32 (under mixed precision the zoo's loops keep the states
+float32, which cuDNN's would not: ``_try_cudnn``). On TensorFlow the whole recurrence runs in
 ``zoo.layers.sequence_kernels`` (hand-written gradient, transposed inference
 layout); on PyTorch the projected inputs go through Keras' own recurrent loop
 (``backend.rnn``); on JAX that loop runs the cell step by step, as
@@ -30,6 +31,7 @@ from keras import ops, regularizers
 from keras.src import backend, tree
 
 from zoo import backend as zoo_backend
+from zoo import precision
 from zoo.layers.cells import GRUCell, LSTMCell, SimpleRNNCell
 
 # Constructor arguments that belong to keras.layers.RNN / Layer, not to the cell.
@@ -101,6 +103,11 @@ class _ProjectedInputRNN(keras.layers.RNN):
     def _try_cudnn(self, sequences, initial_state, mask, training):
         if self.cudnn_function is None or self.use_cudnn is False or self.cell.recurrent_dropout:
             return None
+        if self.compute_dtype != self.cell.state_dtype:
+            # Mixed precision: cuDNN (and Keras' own JAX GRU, which this also reaches)
+            # would carry the states in bfloat16, losing their small updates (``cells``);
+            # the zoo's loops carry them in float32.
+            return None
         if training and self.cell.dropout:
             step_mask = self.cell.get_dropout_mask(sequences[:, 0, :])
             sequences = sequences * ops.expand_dims(step_mask, 1)
@@ -138,6 +145,10 @@ class _ProjectedInputRNN(keras.layers.RNN):
         cudnn_result = self._try_cudnn(sequences, initial_state, mask, training)
         if cudnn_result is not None:
             return cudnn_result
+        # The zoo's loops carry the states in the cell's state dtype (float32 under mixed
+        # precision, where ``call`` gave them in bfloat16: ``cells``); ``call`` casts what
+        # the layer returns to the compute dtype again.
+        initial_state = [precision.cast(state, self.cell.state_dtype) for state in initial_state]
         fused = self._fused_recurrence(training)
         if fused is not None:
             return self._fused_loop(*fused, sequences, initial_state, mask, training)
@@ -145,7 +156,11 @@ class _ProjectedInputRNN(keras.layers.RNN):
             # XLA ran the whole-sequence input projection slower here than x_t W inside
             # the step, which is how keras.layers.RNN runs the cell (LSTM inference
             # 66 ms against 50 on one core, batch 64 x 50 steps x 256 units).
-            return super().inner_loop(sequences, initial_state, mask, training=training)
+            # (keras.layers.RNN's loop itself: Keras' LSTM and GRU would try backend.lstm
+            # and backend.gru again, which ``_try_cudnn`` tried or, under mixed precision,
+            # left out.)
+            return keras.layers.RNN.inner_loop(self, sequences, initial_state, mask,
+                                               training=training)
 
         projected = self.cell.project_inputs(sequences, training=training)
 

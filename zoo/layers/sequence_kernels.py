@@ -17,6 +17,11 @@ the previous output (or zeros when ``zero_output_for_mask``).
 The forward steps run the cells' gate functions (``zoo.layers.cells.lstm_gates`` and
 the others), the same equations as ``call``, with ``tf.tanh``/``tf.sigmoid`` and the
 layout's axis; only the backward steps are written here.
+
+Under mixed precision the weights come in bfloat16 and everything else in float32, as the
+cells compute (``zoo.layers.cells``): the products run in the weights' dtype (``_product``)
+and the states, gates and gradients of the states stay float32. In float32 every cast is
+TensorFlow's no-op (``tf.cast`` returns a tensor already of its dtype).
 """
 
 import functools
@@ -25,6 +30,14 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.layers import blocks, cells, kernel_choice
+
+
+def _product(x, weight, weight_first=False):
+    """``x weight`` (or ``weight x``) in the weight's dtype (bfloat16 under mixed
+    precision), the result in ``x``'s (float32: the states' and the gradients')."""
+    x_in = tf.cast(x, weight.dtype)
+    product = tf.matmul(weight, x_in) if weight_first else tf.matmul(x_in, weight)
+    return tf.cast(product, x.dtype)
 
 
 class BatchMajor:
@@ -38,7 +51,7 @@ class BatchMajor:
 
     @staticmethod
     def recurrent(state, weight):
-        return tf.matmul(state, weight)
+        return _product(state, weight)
 
     @staticmethod
     def prepare(weight):
@@ -66,7 +79,7 @@ class BatchMajorInBlocks(BatchMajor):
 
     @staticmethod
     def recurrent(state, weight_blocks):
-        return tf.concat([tf.matmul(state, block) for block in weight_blocks], axis=-1)
+        return tf.concat([_product(state, block) for block in weight_blocks], axis=-1)
 
 
 class FeatureMajor:
@@ -82,7 +95,7 @@ class FeatureMajor:
 
     @staticmethod
     def recurrent(state, weight_t):
-        return tf.matmul(weight_t, state)
+        return _product(state, weight_t, weight_first=True)
 
     @staticmethod
     def prepare(weight):
@@ -125,10 +138,10 @@ class _SimpleRNNKernel(_Kernel):
     def backward(self, d_states, saved, states_in, states_out, weights):
         h = states_out[0]
         d_pre = d_states[0] * (1.0 - h * h)
-        return d_pre, [tf.matmul(d_pre, weights["kernel_t"])], None
+        return d_pre, [_product(d_pre, weights["kernel_t"])], None
 
     def weight_gradients(self, h_in, saved, d_recurrent, weights):
-        return {"kernel": _outer_sum(h_in, d_recurrent)}
+        return {"kernel": _outer_sum(h_in, d_recurrent, weights["kernel"])}
 
 
 class _LSTMKernel(_Kernel):
@@ -156,10 +169,10 @@ class _LSTMKernel(_Kernel):
             ],
             axis=-1,
         )
-        return d_pre, [tf.matmul(d_pre, weights["kernel_t"]), d_c * f], None
+        return d_pre, [_product(d_pre, weights["kernel_t"]), d_c * f], None
 
     def weight_gradients(self, h_in, saved, d_recurrent, weights):
-        return {"kernel": _outer_sum(h_in, d_recurrent)}
+        return {"kernel": _outer_sum(h_in, d_recurrent, weights["kernel"])}
 
 
 class _GRUResetAfterKernel(_Kernel):
@@ -184,12 +197,12 @@ class _GRUResetAfterKernel(_Kernel):
         d_r = d_n * rec_h * r * (1.0 - r)
         d_projected = tf.concat([d_z, d_r, d_n], axis=-1)
         d_recurrent = tf.concat([d_z, d_r, d_n * r], axis=-1)
-        d_h_prev = d_h * z + tf.matmul(d_recurrent, weights["kernel_t"])
+        d_h_prev = d_h * z + _product(d_recurrent, weights["kernel_t"])
         return d_projected, [d_h_prev], d_recurrent
 
     def weight_gradients(self, h_in, saved, d_recurrent, weights):
         return {
-            "kernel": _outer_sum(h_in, d_recurrent),
+            "kernel": _outer_sum(h_in, d_recurrent, weights["kernel"]),
             "bias": tf.reduce_sum(d_recurrent, axis=[0, 1]),
         }
 
@@ -212,11 +225,11 @@ class _GRUResetBeforeKernel(_Kernel):
         h_prev = states_in[0]
         z, r, n = BatchMajor.split(saved[0], 3)
         d_n = d_h * (1.0 - z) * (1.0 - n * n)
-        d_reset_h = tf.matmul(d_n, weights["kernel_h_t"])
+        d_reset_h = _product(d_n, weights["kernel_h_t"])
         d_z = d_h * (h_prev - n) * z * (1.0 - z)
         d_r = d_reset_h * h_prev * r * (1.0 - r)
         d_zr = tf.concat([d_z, d_r], axis=-1)
-        d_h_prev = d_h * z + d_reset_h * r + tf.matmul(d_zr, weights["kernel_zr_t"])
+        d_h_prev = d_h * z + d_reset_h * r + _product(d_zr, weights["kernel_zr_t"])
         d_projected = tf.concat([d_zr, d_n], axis=-1)
         return d_projected, [d_h_prev], None
 
@@ -226,16 +239,18 @@ class _GRUResetBeforeKernel(_Kernel):
         d_zr, d_n = d_recurrent[..., : 2 * units], d_recurrent[..., 2 * units :]
         return {
             "kernel": tf.concat(
-                [_outer_sum(h_in, d_zr), _outer_sum(reset * h_in, d_n)], axis=-1
+                [_outer_sum(h_in, d_zr, weights["kernel_zr"]),
+                 _outer_sum(reset * h_in, d_n, weights["kernel_h"])], axis=-1
             )
         }
 
 
-def _outer_sum(left, right):
-    """sum_t left_t^T right_t for time-major ``[T, B, m]`` and ``[T, B, n]``."""
+def _outer_sum(left, right, weight):
+    """sum_t left_t^T right_t for time-major ``[T, B, m]`` and ``[T, B, n]``: a gradient
+    of ``weight``, in its dtype (the product in bfloat16 under mixed precision)."""
     return tf.matmul(
-        tf.reshape(left, [-1, left.shape[-1]]),
-        tf.reshape(right, [-1, right.shape[-1]]),
+        tf.reshape(tf.cast(left, weight.dtype), [-1, left.shape[-1]]),
+        tf.reshape(tf.cast(right, weight.dtype), [-1, right.shape[-1]]),
         transpose_a=True,
     )
 
@@ -458,17 +473,17 @@ def inference_in_layout(layout, kind, sequences, input_kernel, input_bias, recur
     ``BatchMajorInBlocks`` (states ``[batch, units]``, the projection of every step done
     first, as one product)."""
     cell = KERNELS[kind]
-    dtype = sequences.dtype
+    dtype = initial_states[0].dtype  # the states' and the gates' (float32 under mixed precision)
     steps = tf.shape(sequences)[0]
     if recurrent_bias is None:
         recurrent_bias = tf.zeros([recurrent_kernel.shape[-1]], dtype)
     weights = _loop_weights(kind, recurrent_kernel, recurrent_bias, layout)
     if layout is FeatureMajor:
-        step_input = _projection_in_loop(sequences, input_kernel, input_bias)
+        step_input = _projection_in_loop(sequences, input_kernel, input_bias, dtype)
         initial_states = [tf.transpose(s) for s in initial_states]
         mask_steps = None if mask is None else tf.expand_dims(tf.cast(mask, tf.bool), 1)  # [T, 1, B]
     else:
-        projected = tf.matmul(sequences, input_kernel)
+        projected = tf.cast(tf.matmul(sequences, input_kernel), dtype)
         projected = projected if input_bias is None else projected + input_bias
         step_input = _tensor_array(dtype, steps, projected[0]).unstack(projected).read
         mask_steps = None if mask is None else tf.expand_dims(tf.cast(mask, tf.bool), -1)
@@ -484,15 +499,16 @@ def inference_in_layout(layout, kind, sequences, input_kernel, input_bias, recur
     return outputs, tf.transpose(last_output), [tf.transpose(s) for s in final_states]
 
 
-def _projection_in_loop(sequences, input_kernel, input_bias):
-    """``step_input(t)``: step t's input projection, feature-major ``[gates * units, B]``."""
+def _projection_in_loop(sequences, input_kernel, input_bias, dtype):
+    """``step_input(t)``: step t's input projection, feature-major ``[gates * units, B]``,
+    in ``dtype`` (the states')."""
     input_kernel_t = tf.transpose(input_kernel)
     input_bias = None if input_bias is None else FeatureMajor.prepare_bias(input_bias)
     inputs_ta = _tensor_array(sequences.dtype, tf.shape(sequences)[0],
                               tf.transpose(sequences[0])).unstack(tf.transpose(sequences, (0, 2, 1)))
 
     def step_input(t):
-        projected = tf.matmul(input_kernel_t, inputs_ta.read(t))
+        projected = tf.cast(tf.matmul(input_kernel_t, inputs_ta.read(t)), dtype)
         return projected if input_bias is None else projected + input_bias
 
     return step_input

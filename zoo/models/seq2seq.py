@@ -25,7 +25,7 @@ from keras.src import backend
 
 import zoo.layers
 from zoo import backend as zoo_backend
-from zoo import decoding, inspection
+from zoo import decoding, inspection, precision
 from zoo.decoding import arguments, searches
 from zoo.layers import blocks
 from zoo.models.special_ids import SPECIAL_IDS
@@ -871,7 +871,8 @@ class AttentionSeq2Seq(Seq2Seq):
         (to take gradients with respect to them) and the mask of real positions."""
         memory, _, backward_state = self.encoder(embedded, mask=mask, training=training)
         return {
-            "decoder": self.bridge(backward_state),
+            # float32 under mixed precision, as the decoder cell carries it (``cells``)
+            "decoder": precision.cast(self.bridge(backward_state), self.decoder_cell.state_dtype),
             "memory": memory,
             "keys": self.attention.project_keys(memory),
             "mask": mask,
@@ -934,7 +935,9 @@ class AttentionSeq2Seq(Seq2Seq):
         cell, split = self.decoder_cell, self.embedding_dim
         kernel = ops.convert_to_tensor(cell.kernel)
         embedding_kernel, context_kernel = kernel[:split], kernel[split:]
-        projected = ops.matmul(embedded, embedding_kernel)
+        # Mixed precision: the products in bfloat16, the sums and the state float32 as the
+        # cell's own step (``cells``); what the loop outputs in the compute dtype.
+        projected = precision.product(cell, embedded, embedding_kernel)
         if cell.use_bias:
             projected = projected + cell._input_bias()
 
@@ -942,13 +945,15 @@ class AttentionSeq2Seq(Seq2Seq):
             context, weights = self.attention(
                 states[0], state["memory"], keys=state["keys"], memory_mask=state["mask"])
             decoder_state, _ = cell.recurrent_step(
-                projected_t + ops.matmul(context, context_kernel), [states[0]],
+                projected_t + precision.product(cell, context, context_kernel), [states[0]],
                 training=training)
             # One output tensor per step (every backend's rnn takes that): the weights
             # ride after the features and are cut off again below.
-            return ops.concatenate([decoder_state, context, weights], axis=-1), [decoder_state]
+            return ops.concatenate([precision.cast(decoder_state, context.dtype), context,
+                                    weights], axis=-1), [decoder_state]
 
-        _, outputs, _ = backend.rnn(step, projected, [state["decoder"]])
+        _, outputs, _ = backend.rnn(
+            step, projected, [precision.cast(state["decoder"], cell.state_dtype)])
         logits = self._output_logits(
             ops.concatenate([outputs[..., :features], embedded], axis=-1), target_input_ids,
             training, real_only)
@@ -995,6 +1000,8 @@ class BottleneckSeq2Seq(Seq2Seq):
         if trim_padding:
             embedded, mask = _trim_padding(mask, embedded, mask)
         _, h, c = self.encoder(embedded, mask=mask, training=training)
+        # float32 under mixed precision, as the decoder's cell carries them (``cells``)
+        h, c = (precision.cast(s, self.decoder.cell.state_dtype) for s in (h, c))
         return {"h": h, "c": c}
 
     def _inspected_encoder_cells(self):
