@@ -13,8 +13,9 @@ element-wise arithmetic stay float32, as is usual for RNNs in mixed precision. A
 ``h = z h + (1 - z) n`` with z near 1 moves h by less than bfloat16's step (2^-8 of h),
 so a bfloat16 state would lose those updates, step after step.
 
-A model is built under the policy (``policy``) for training only: what ships is float32
-(``float32_copy``), as every preset loads.
+A model is built under the policy (``policy``), or a loaded one copied into it
+(``copy_in``), for training only: what ships is float32 (``copy_in(model, "float32")``),
+as every preset loads.
 """
 
 import contextlib
@@ -95,13 +96,16 @@ class StatelessAutocast:
             return super().stateless_call(*args, **kwargs)
 
 
-def float32_copy(model):
-    """``model`` itself if it computes in float32, else the same model (config, weights,
-    text pipeline) built under the float32 policy: what a preset saves and loads."""
-    if model.dtype_policy.name == "float32":
+def copy_in(model, precision):
+    """``model`` itself if it computes in ``precision`` already, else the same model
+    (config, weights, text pipeline) built under that policy: ``"mixed_bfloat16"`` to
+    train a loaded preset in mixed precision, ``"float32"`` for what a preset saves and
+    loads (``presets.save`` saves a mixed model's float32 copy)."""
+    check(precision)
+    if model.dtype_policy.name == precision:
         return model
-    with policy("float32"):
-        copy = type(model).from_config({**model.get_config(), "dtype": "float32"})
+    with policy(precision):
+        copy = type(model).from_config({**model.get_config(), "dtype": precision})
     copy.set_weights(model.get_weights())  # float32 both: the master weights as they are
     if getattr(model, "preprocessor", None) is not None:
         copy.set_preprocessor(model.preprocessor)

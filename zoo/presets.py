@@ -25,6 +25,7 @@ import re
 import shutil
 from pathlib import Path
 
+from zoo import precision
 from zoo.decoding import arguments
 from zoo.files import staging_folder
 from zoo.text import codec
@@ -235,9 +236,12 @@ def save(model, directory, metadata=None, card=None, weights_dtype="float32"):
     count and the files' checksums; ``card`` is the README.md text (a short one
     is generated from the metadata when omitted). ``weights_dtype="float16"``
     stores float32 weights at half the size (they load back as float32). The
-    optimizer's state is not part of a preset.
+    optimizer's state is not part of a preset. A model trained in mixed precision is
+    saved as its float32 copy (``precision.copy_in``): a preset is float32.
     """
     import keras
+
+    model = precision.copy_in(model, "float32")
 
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)

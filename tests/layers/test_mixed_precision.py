@@ -338,7 +338,7 @@ def _built_model(make):
 def test_a_mixed_model_copies_to_float32_with_the_same_weights(make):
     with precision.policy("mixed_bfloat16"):
         mixed = _built_model(make)
-    copy = precision.float32_copy(mixed)
+    copy = precision.copy_in(mixed, "float32")
     assert copy is not mixed and copy.dtype_policy.name == "float32"
     assert {layer.dtype_policy.name for layer in copy._flatten_layers()} == {"float32"}
     assert len(copy.weights) == len(mixed.weights)
@@ -346,7 +346,25 @@ def test_a_mixed_model_copies_to_float32_with_the_same_weights(make):
         np.testing.assert_array_equal(ours, theirs)
     assert copy.get_config() == {**mixed.get_config(), "dtype": copy.get_config()["dtype"]}
     plain = _built_model(make)
-    assert precision.float32_copy(plain) is plain
+    assert precision.copy_in(plain, "float32") is plain
+
+
+@pytest.mark.parametrize("make", [
+    lambda: AttentionSeq2Seq("zh", "en", 30, 40, embedding_dim=8, units=8),
+    lambda: CharLanguageModel(30, cell="gru", embedding_dim=8, units=8, num_layers=2),
+], ids=["attention", "language_model"])
+def test_a_float32_model_copies_into_mixed_precision_to_fine_tune(make):
+    plain = _built_model(make)
+    mixed = precision.copy_in(plain, "mixed_bfloat16")
+    assert mixed.dtype_policy.name == "mixed_bfloat16"
+    assert {layer.dtype_policy.name for layer in mixed._flatten_layers()} == {"mixed_bfloat16"}
+    assert {v.dtype for v in mixed.weights} == {"float32"}  # the master weights
+    for ours, theirs in zip(mixed.get_weights(), plain.get_weights()):
+        np.testing.assert_array_equal(ours, theirs)
+    assert precision.copy_in(mixed, "mixed_bfloat16") is mixed
+    with pytest.raises(ValueError, match="precision must be one of float32, mixed_bfloat16; "
+                                         "received 'bf16'"):
+        precision.copy_in(plain, "bf16")
 
 
 def _products(jaxpr):

@@ -108,3 +108,49 @@ def test_on_jax_mixed_precision_validates_within_one_percent_of_float32(tmp_path
         "val_loss_logged"]
     assert abs(mixed["val_loss_float32"] - full["val_loss_float32"]) <= 0.01 * full[
         "val_loss_float32"]
+
+
+def test_a_translator_fine_tunes_in_mixed_precision_and_saves_as_a_float32_preset(tmp_path):
+    """The README's fine-tune with the model copied into mixed precision first
+    (``precision.copy_in``): fit trains it (TensorFlow: the real tokens' step) to nearly
+    float32's losses and weights, and ``presets.save`` writes the float32 preset of its
+    master weights."""
+    import keras
+
+    from conftest import SOURCES, TARGETS, tiny_translator
+    from zoo import precision, presets, training
+    from zoo.models import AttentionSeq2Seq
+
+    keras.utils.set_random_seed(0)
+    start = tiny_translator(AttentionSeq2Seq)
+    source = start.preprocessor.tokenize_sources(SOURCES)
+    decoder_in, decoder_out = start.preprocessor.tokenize_targets(TARGETS)
+    losses, moved, models = {}, {}, {}
+    for name in ("float32", "mixed_bfloat16"):
+        model = precision.copy_in(start, name)
+        if name == "float32":  # a model of its own, not the start's variables
+            model = type(start).from_config(start.get_config())
+            model.set_weights(start.get_weights())
+            model.set_preprocessor(start.preprocessor)
+        training.compile_for_training(model, learning_rate=1e-2)
+        history = model.fit((source, decoder_in), decoder_out, batch_size=6, epochs=5,
+                            shuffle=False, verbose=0)
+        losses[name] = history.history["loss"]
+        moved[name] = [w - s for w, s in zip(model.get_weights(), start.get_weights())]
+        models[name] = model
+    assert models["mixed_bfloat16"].compute_dtype == "bfloat16"
+    assert losses["float32"][-1] < losses["float32"][0]
+    np.testing.assert_allclose(losses["mixed_bfloat16"], losses["float32"], rtol=0.02)
+    for mixed, full in zip(moved["mixed_bfloat16"], moved["float32"], strict=True):
+        np.testing.assert_allclose(mixed, full, atol=0.2 * np.abs(full).max() + 1e-6)
+    directory = presets.save(models["mixed_bfloat16"], tmp_path / "mine",
+                             metadata={"task": "translation"})
+    config = json.loads((directory / "config.json").read_text())
+    assert config["config"]["dtype"]["config"]["name"] == "float32"
+    loaded = zoo.load(directory)
+    assert loaded.dtype_policy.name == "float32"
+    for ours, theirs in zip(loaded.get_weights(), models["mixed_bfloat16"].get_weights(),
+                            strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    fitted = precision.copy_in(models["mixed_bfloat16"], "float32")
+    assert loaded.translate(SOURCES) == fitted.translate(SOURCES)

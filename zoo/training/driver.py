@@ -203,7 +203,7 @@ def _fit(task, preprocessor, splits, seed, epochs, log_dir, options, first):
     if averaging is not None:
         averaging = _average_if_better(task, trained, averaging, validation_data)
     # Trained in mixed precision or not, the model is chosen, scored and shipped in float32.
-    return precision.float32_copy(model), history, averaging, stopped
+    return precision.copy_in(model, "float32"), history, averaging, stopped
 
 
 def _average_if_better(task, trained, averaging, validation_data):
