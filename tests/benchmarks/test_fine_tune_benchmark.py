@@ -15,7 +15,6 @@ from zoo.benchmarks import fine_tune, training
 from zoo.data import parallel, tatoeba
 from zoo.data.tatoeba import Pair
 
-
 # -- a data folder of small corpora, with sentences of the held-out sets among them ----------
 
 TATOEBA_PAIRS = 300
@@ -299,8 +298,15 @@ def test_the_table_and_the_verdicts_follow_from_the_measurements():
         "of float32's: mixed_bfloat16 missed (+1.50%)")
     # Without float32 there is nothing to compare with: the fit's target only.
     runs = [_run("mixed_bfloat16", 1, 50.0, 2.03, before=2.5)]
-    lines = fine_tune.report_lines({"runs": runs, "summary": fine_tune.summary(runs)})
+    lines = fine_tune.report_lines({"runs": runs, "summary": fine_tune.summary(runs),
+                                    "pairs": 20_000, "epochs": 1})
     assert lines[-1] == "targets: fit <= 60 s: mixed_bfloat16 holds (50.0 s)"
+    # The minute is the target of 20,000 pairs' one epoch: said where the run was another.
+    for pairs, epochs in ((2_000, 1), (20_000, 2)):
+        assert fine_tune.report_lines({"runs": runs, "summary": fine_tune.summary(runs),
+                                       "pairs": pairs, "epochs": epochs})[-1] == (
+            "targets: fit <= 60 s (a target for 20,000 pairs, 1 epoch): mixed_bfloat16 holds "
+            "(50.0 s)")
     assert lines[2].endswith("2.5000      2.0300           -")
 
 

@@ -111,7 +111,8 @@ def translator_languages(preset):
     kind, source, target = _languages_of(presets.resolve(preset))
     if source is None or target is None:
         raise ValueError(f"zoo benchmark fine-tune fine-tunes a translator; {preset!r} is a "
-                         f"{kind}, not a translator. Translators: {', '.join(shipped_translators())}.")
+                         f"{kind}, not a translator. Translators: "
+                         f"{', '.join(shipped_translators())}.")
     other = _other_language(source, target)
     if other not in LANGUAGES:
         raise ValueError(f"zoo benchmark fine-tune {preset}: it translates {source} -> "
@@ -472,7 +473,8 @@ def report_lines(results):
             f"{'-' if others is None else f'{others:.0%}':>8}"
             f"{'-' if before is None else f'{before:.4f}':>13}"
             f"{run['validation_loss_after']:>12.4f}{versus:>12}")
-    lines.append(verdict_line(summed, len({run["round"] for run in runs})))
+    workload = (results.get("pairs", DEFAULT_PAIRS), results.get("epochs", 1))
+    lines.append(verdict_line(summed, len({run["round"] for run in runs}), workload))
     return lines
 
 
@@ -480,9 +482,13 @@ def _held(holds):
     return "holds" if holds else "missed"
 
 
-def verdict_line(summed, rounds=1):
-    """The speed of each precision over float32's, and whether each target holds."""
+def verdict_line(summed, rounds=1, workload=(DEFAULT_PAIRS, 1)):
+    """The speed of each precision over float32's, and whether each target holds (the
+    fit's is set for ``DEFAULT_PAIRS`` pairs, one epoch: said where ``workload``, ``(pairs,
+    epochs)``, is another)."""
     median = f", the median of {rounds} rounds" if rounds > 1 else ""
+    aside = ("" if workload == (DEFAULT_PAIRS, 1)
+             else f" (a target for {DEFAULT_PAIRS:,} pairs, 1 epoch)")
     parts = []
     precisions = summed["precisions"]
     for name, entry in precisions.items():
@@ -490,7 +496,7 @@ def verdict_line(summed, rounds=1):
             parts.append(f"{name} / float32 speed {entry['speed_over_float32']:.2f}x{median} "
                          f"(fit {entry['fit_seconds']:.1f} s against "
                          f"{precisions['float32']['fit_seconds']:.1f} s)")
-    targets = [f"fit <= {TARGET_FIT_SECONDS} s: " + ", ".join(
+    targets = [f"fit <= {TARGET_FIT_SECONDS} s{aside}: " + ", ".join(
         f"{name} {_held(entry['fit_target_holds'])} ({entry['fit_seconds']:.1f} s)"
         for name, entry in precisions.items())]
     gaps = [f"{name} {_held(entry['loss_target_holds'])} "
