@@ -158,7 +158,7 @@ def test_the_tsv_files_hold_english_first_a_pair_a_line(tmp_path):
 # -- the preset and the options -------------------------------------------------------------------
 
 
-def test_bad_options_name_what_was_received_and_what_is_accepted(monkeypatch, data_folder):
+def test_bad_options_name_what_was_received_and_what_is_accepted(monkeypatch):
     def measured(*_, **__):
         raise AssertionError("read or measured despite a bad option")
 
