@@ -100,3 +100,59 @@ def test_training_benchmark_usage_errors(capsys, monkeypatch):
          "benchmark layers."),
         ("zoo: error: --precision: option of zoo benchmark training, not of zoo benchmark "
          "decoding.")]
+
+
+def test_fine_tune_options_reach_the_fine_tune_benchmark(capsys):
+    from zoo.benchmarks import fine_tune
+
+    with mock.patch.object(fine_tune, "benchmark_fine_tune",
+                           return_value={"runs": []}) as benchmark:
+        assert cli.main(["benchmark", "fine-tune"]) == 0
+        assert capsys.readouterr().out == ""
+        assert cli.main(["benchmark", "fine-tune", "gru_bahdanau_en_fr", "--pairs", "500",
+                         "--precision", "mixed_bfloat16", "--threads", "2/1", "--rounds", "3",
+                         "--epochs", "2", "--seed", "7", "--data-dir", "data", "--json"]) == 0
+    assert capsys.readouterr().out == '{"runs": []}\n'
+    assert benchmark.call_args_list == [
+        mock.call("gru_bahdanau_cmn_en", threads=None, data_dir=None),
+        mock.call("gru_bahdanau_en_fr", threads=(2, 1), data_dir="data", pairs=500,
+                  precisions=["mixed_bfloat16"], rounds=3, epochs=2, seed=7)]
+
+
+def test_fine_tune_benchmark_usage_errors(capsys, monkeypatch):
+    from zoo.benchmarks import fine_tune, training
+
+    def measured(*_, **__):
+        raise AssertionError("measured despite a bad option")
+
+    monkeypatch.setattr(training, "_run_worker", measured)
+    monkeypatch.setattr(fine_tune, "read_corpora", measured)
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    for argv in (["--pairs", "0"], ["--precision", "float16"], ["--threads", "1", "2"],
+                 ["--threads", "2/x"], ["--rounds", "0"], ["--epochs", "0"], ["--seed", "-1"],
+                 ["bilstm_sst2"], ["--batches", "8", "--units", "4"], ["--remeasure"],
+                 ["--baseline", "."]):
+        assert cli.main(["benchmark", "fine-tune", *argv]) == 2
+    assert cli.main(["benchmark", "training", "--pairs", "100"]) == 2
+    assert cli.main(["benchmark", "decoding", "gru_bahdanau_cmn_en", "--epochs", "2",
+                     "--seed", "1"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "zoo: error: --pairs takes a positive whole number; received 0.",
+        "zoo: error: --precision must be one of float32, mixed_bfloat16; received 'float16'.",
+        ("zoo: error: --threads for fine-tune takes one setting, N or N/M (intra-op/inter-op); "
+         "got 1 2."),
+        ("zoo: error: --threads must be positive numbers of threads, N or N/M (intra-op/"
+         "inter-op); got 2/x."),
+        "zoo: error: --rounds takes a positive whole number; received 0.",
+        "zoo: error: --epochs takes a positive whole number; received 0.",
+        "zoo: error: --seed takes a whole number from 0 to 4294967295; received -1.",
+        ("zoo: error: zoo benchmark fine-tune fine-tunes a translator; 'bilstm_sst2' is a "
+         "TextClassifier, not a translator. Translators: gru_bahdanau_cmn_en, "
+         "gru_bahdanau_en_cmn, gru_bahdanau_en_fr, lstm_seq2seq_cmn_en."),
+        ("zoo: error: --batches, --units: options of zoo benchmark training, not of zoo "
+         "benchmark fine-tune."),
+        "zoo: error: --remeasure is not an option of zoo benchmark fine-tune.",
+        "zoo: error: --baseline is not an option of zoo benchmark fine-tune.",
+        "zoo: error: --pairs: option of zoo benchmark fine-tune, not of zoo benchmark training.",
+        ("zoo: error: --epochs, --seed: options of zoo benchmark fine-tune, not of zoo "
+         "benchmark decoding.")]

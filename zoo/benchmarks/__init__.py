@@ -5,6 +5,6 @@ contenders round by round (zoo, Keras, zoo, Keras, ...) and reports medians: a
 slow moment of the machine hits both sides instead of one.
 
 One module per benchmark (``layers``, ``translate``, ``decoding``, ``serve``,
-``training``), the TF tutorial's translator they compare with (``tutorial``) and their
+``training``, ``fine_tune``), the TF tutorial's translator they compare with (``tutorial``) and their
 shared timing (``timing``; the paired rounds themselves are ``zoo.layers.timing``).
 """

@@ -484,24 +484,24 @@ def _seconds(function):
     return time.perf_counter() - start
 
 
-def _worker_main():
+def _worker_main(measuring=None):
     """``python -c`` entry of a measuring process: the spec as JSON on argv, the results
-    as one JSON line on stdout."""
+    of ``measuring(spec)`` (default: ``measure``) as one JSON line on stdout."""
     spec = json.loads(sys.argv[1])
-    print(json.dumps(measure(spec)), flush=True)
+    print(json.dumps((measuring or measure)(spec)), flush=True)
 
 
-_WORKER = ("import sys; sys.path.insert(0, sys.argv[2]); "
-           "from zoo.benchmarks.training import _worker_main; _worker_main()")
-
-
-def _run_worker(spec, backend):
-    """``measure(spec)`` in a process on ``backend``, importing this checkout's zoo."""
+def _run_worker(spec, backend, module=__name__, command="zoo benchmark training"):
+    """``module._worker_main()`` on ``spec`` (default: ``measure(spec)``) in a process on
+    ``backend``, importing this checkout's zoo; ``command`` names the benchmark in the
+    error of a process that stopped."""
+    worker = (f"import sys; sys.path.insert(0, sys.argv[2]); "
+              f"from {module} import _worker_main; _worker_main()")
     env = {**os.environ, "KERAS_BACKEND": backend}
-    child = subprocess.run([sys.executable, "-c", _WORKER, json.dumps(spec), str(_HERE)],
+    child = subprocess.run([sys.executable, "-c", worker, json.dumps(spec), str(_HERE)],
                            env=env, stdout=subprocess.PIPE, text=True, check=False)
     if child.returncode != 0:  # its own error is on stderr already
-        raise RuntimeError(f"zoo benchmark training: the {backend} process stopped (exit "
+        raise RuntimeError(f"{command}: the {backend} process stopped (exit "
                            f"status {child.returncode}).")
     return json.loads(child.stdout.strip().splitlines()[-1])
 
@@ -547,19 +547,26 @@ def check_precisions(precisions):
     return list(precisions)
 
 
-def machine():
-    """This machine's CPU as ``/proc/cpuinfo`` names it, whether it has AVX-512, and the
-    cores this process may use."""
+# The CPU flags of instructions that compute in bfloat16 (mixed_bfloat16's products): its
+# dot products on AVX-512 (Cooper Lake, Zen 4), Intel's AMX tiles (Sapphire Rapids).
+BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def machine(cpuinfo="/proc/cpuinfo"):
+    """This machine's CPU as ``/proc/cpuinfo`` names it, whether it has AVX-512, which of
+    ``BFLOAT16_FLAGS`` it has (``bfloat16``), and the cores this process may use."""
     try:
-        text = Path("/proc/cpuinfo").read_text()
+        text = Path(cpuinfo).read_text()
     except OSError:
         text = ""
     model = next((line.split(":", 1)[1].strip() for line in text.splitlines()
                   if line.startswith("model name")), "unknown CPU")
-    avx512 = "avx512f" in text.split()
+    flags = set(text.split())
     from zoo import backend
 
-    return {"cpu": model, "avx512": avx512, "usable_cores": backend.usable_cores()}
+    return {"cpu": model, "avx512": "avx512f" in flags,
+            "bfloat16": [flag for flag in BFLOAT16_FLAGS if flag in flags],
+            "usable_cores": backend.usable_cores()}
 
 
 def benchmark_training(name=DEFAULT_RECIPE, backends=None, threads=(None,), batches=FIXED_BATCHES,

@@ -19,20 +19,27 @@ EXAMPLES = {
         "zoo benchmark training gru_bahdanau_cmn_en --backends tensorflow jax --threads 1 2",
         "zoo benchmark training --backends jax --batches 512 --batches-file mix.npz",
         "zoo benchmark training --backends jax --batches 512 --precision float32 mixed_bfloat16",
+        "zoo benchmark fine-tune",
+        "zoo benchmark fine-tune gru_bahdanau_en_fr --threads 2 --rounds 3 --json",
+        "zoo benchmark fine-tune --pairs 2000 --precision mixed_bfloat16 --epochs 2 --seed 1",
     ],
 }
 
 
 def add_parsers(commands):
     bench = commands.add_parser("benchmark", help="measure speed side by side, in one run")
-    bench.add_argument("what", choices=["layers", "translate", "serve", "decoding", "training"])
+    bench.add_argument("what", choices=["layers", "translate", "serve", "decoding", "training",
+                                        "fine-tune"])
     bench.add_argument("name", nargs="?",
                        help="translate, serve, decoding: the preset to measure; training: the "
-                            "recipe (default gru_bahdanau_cmn_en)")
+                            "recipe (default gru_bahdanau_cmn_en); fine-tune: the translator "
+                            "to fine-tune as the README does, in float32 and mixed precision "
+                            "(default gru_bahdanau_cmn_en)")
     bench.add_argument("--requests", type=int,
                        help="serve: requests per concurrency level (default 200)")
     bench.add_argument("--rounds", type=int,
-                       help="alternating rounds (default 7 for layers, 9 otherwise)")
+                       help="alternating rounds (default 7 for layers, 1 for fine-tune: "
+                            "each precision once, 9 otherwise)")
     bench.add_argument("--batch", type=int, help="layers: sequences per call (default 64)")
     bench.add_argument("--remeasure", action="store_true",
                        help="layers: measure which inference layout is faster here again, "
@@ -42,10 +49,12 @@ def add_parsers(commands):
                             "batch 1 and 64 (or --batch), 100 steps, 256 inputs, 512 units "
                             '(needs PyTorch: pip install "keras-sequence-zoo[torch]")')
     bench.add_argument("--threads", nargs="+", metavar="N[/M]",
-                       help="layers, decoding: compute on N threads (TensorFlow's intra- and "
-                            "inter-op pools, PyTorch's), or N/M: N intra-op and M inter-op; "
-                            "layers: several: one run of the benchmark each, in a process of "
-                            "its own; decoding: a process for each, timed side by side")
+                       help="layers, decoding, fine-tune: compute on N threads "
+                            "(TensorFlow's intra- and inter-op pools, PyTorch's), or N/M: N "
+                            "intra-op and M inter-op; layers: several: one run of the "
+                            "benchmark each, in a process of its own; decoding: a process for "
+                            "each, timed side by side; fine-tune: one setting (default: "
+                            "TensorFlow's)")
     bench.add_argument("--backends", nargs="+", metavar="BACKEND",
                        help="training: the Keras backends, a process each (default: those "
                             "installed of tensorflow, jax, torch)")
@@ -62,9 +71,16 @@ def add_parsers(commands):
                             "from the corpora and written there (to carry to a machine "
                             "without them)")
     bench.add_argument("--precision", nargs="+", metavar="{float32,mixed_bfloat16}",
-                       help="training: the step's arithmetic, a process each (mixed_bfloat16: "
-                            "bfloat16 on float32 weights, Keras' mixed precision; default "
-                            "float32)")
+                       help="training, fine-tune: the step's arithmetic, a process each "
+                            "(mixed_bfloat16: bfloat16 on float32 weights, Keras' mixed "
+                            "precision; default float32 for training, float32 mixed_bfloat16 "
+                            "for fine-tune)")
+    bench.add_argument("--pairs", type=int,
+                       help="fine-tune: training pairs (default 20000: 40%% Tatoeba, 50%% "
+                            "subtitles, 10%% news)")
+    bench.add_argument("--epochs", type=int, help="fine-tune: epochs of the fit (default 1)")
+    bench.add_argument("--seed", type=int,
+                       help="fine-tune: the seed of the pairs' draw and of Keras (default 0)")
     bench.add_argument("--units", type=int, help="training: the recurrent units (default: "
                                                  "the recipe's)")
     bench.add_argument("--embedding-dim", type=int,
@@ -75,7 +91,8 @@ def add_parsers(commands):
                        help="decoding: another checkout of the zoo to compare with (without "
                             "it: each decoding option's cost)")
     bench.add_argument("--data-dir",
-                       help="translate, serve, decoding: the data folder (test sentences)")
+                       help="translate, serve, decoding: the data folder (test sentences); "
+                            "training, fine-tune: the corpora's")
     bench.add_argument("--json", action="store_true", help="also print the results as JSON")
     bench.set_defaults(run=_command_benchmark)
 
@@ -88,6 +105,8 @@ def _command_benchmark(args):
     requests = {"requests": args.requests} if args.requests else {}
     if args.what == "training":
         return _benchmark_training(args, rounds)
+    if args.what == "fine-tune":
+        return _benchmark_fine_tune(args)
     _refuse_training_options(args)
     args.threads = _thread_settings(args.threads)
     if args.what == "layers":
@@ -121,14 +140,20 @@ def _command_benchmark(args):
 
 _TRAINING_OPTIONS = ("backends", "batches", "width", "real_batches", "batches_file", "units",
                      "embedding_dim", "vocabulary", "precision")
+_FINE_TUNE_OPTIONS = ("pairs", "epochs", "seed")
 
 
 def _refuse_training_options(args):
-    given = [option for option in _TRAINING_OPTIONS if getattr(args, option) is not None]
+    _refuse(args, _TRAINING_OPTIONS, "zoo benchmark training")
+    _refuse(args, _FINE_TUNE_OPTIONS, "zoo benchmark fine-tune")
+
+
+def _refuse(args, options, owner):
+    given = [option for option in options if getattr(args, option) is not None]
     if given:
         names = ", ".join("--" + option.replace("_", "-") for option in given)
-        raise UsageError(f"{names}: option{'s' if len(given) > 1 else ''} of zoo benchmark "
-                         f"training, not of zoo benchmark {args.what}.")
+        raise UsageError(f"{names}: option{'s' if len(given) > 1 else ''} of {owner}, not of "
+                         f"zoo benchmark {args.what}.")
 
 
 def _benchmark_training(args, rounds):
@@ -141,6 +166,7 @@ def _benchmark_training(args, rounds):
             raise UsageError(f"--{option} is not an option of zoo benchmark training.")
     if args.remeasure:
         raise UsageError("--remeasure is not an option of zoo benchmark training.")
+    _refuse(args, _FINE_TUNE_OPTIONS, "zoo benchmark fine-tune")
     threads = [None]
     if args.threads:
         if not all(text.isdigit() and int(text) > 0 for text in args.threads):
@@ -157,6 +183,31 @@ def _benchmark_training(args, rounds):
             options[key] = getattr(args, option)
     results = training.benchmark_training(args.name or training.DEFAULT_RECIPE, threads=threads,
                                           **options)
+    if args.json:
+        print(json.dumps(results))
+    return 0
+
+
+def _benchmark_fine_tune(args):
+    """``zoo benchmark fine-tune [PRESET]``: the README's fine-tune, each precision in a
+    process of its own (``zoo.benchmarks.fine_tune``)."""
+    from zoo.benchmarks import fine_tune
+
+    for option in ("against", "baseline", "batch", "requests", "remeasure"):
+        if getattr(args, option):
+            raise UsageError(f"--{option} is not an option of zoo benchmark fine-tune.")
+    _refuse(args, [option for option in _TRAINING_OPTIONS if option != "precision"],
+            "zoo benchmark training")
+    threads = _thread_settings(args.threads)
+    if threads and len(threads) > 1:
+        raise UsageError(f"--threads for fine-tune takes one setting, N or N/M (intra-op/"
+                         f"inter-op); got {' '.join(args.threads)}.")
+    options = {"threads": threads[0] if threads else None, "data_dir": args.data_dir}
+    for option, key in (("pairs", "pairs"), ("precision", "precisions"), ("rounds", "rounds"),
+                        ("epochs", "epochs"), ("seed", "seed")):
+        if getattr(args, option) is not None:
+            options[key] = getattr(args, option)
+    results = fine_tune.benchmark_fine_tune(args.name or fine_tune.DEFAULT_PRESET, **options)
     if args.json:
         print(json.dumps(results))
     return 0
