@@ -252,8 +252,9 @@ def test_the_machine_names_its_bfloat16_instructions(tmp_path):
         fine_tune.header({**results, "epochs": 1})
 
 
-def _run(precision, round_number, fit, after, before=None, others=0.01):
+def _run(precision, round_number, fit, after, before=None, others=0.01, step=None):
     return {"precision": precision, "round": round_number, "fit_seconds": fit,
+            "fit_cpu_seconds": 1.75 * fit, "median_step_seconds": step or fit / 500,
             "first_step_seconds": 4.25, "steps": 313, "target_tokens_per_second": 270_000 / fit,
             "others_share_during_fit": others, "validation_loss_before": before,
             "validation_loss_after": after, "matmul_size": 2048,
@@ -263,13 +264,15 @@ def _run(precision, round_number, fit, after, before=None, others=0.01):
 def test_the_table_and_the_verdicts_follow_from_the_measurements():
     runs = [_run("float32", 1, 78.7, 2.6609, before=2.9012),
             _run("mixed_bfloat16", 1, 64.6, 2.6619),
-            _run("mixed_bfloat16", 2, 60.0, 2.6650, others=None), _run("float32", 2, 80.0, 2.66)]
+            _run("mixed_bfloat16", 2, 60.0, 2.6650, others=None, step=0.1),
+            _run("float32", 2, 80.0, 2.66, step=0.14)]
     summed = fine_tune.summary(runs)
     mixed = summed["precisions"]["mixed_bfloat16"]
     assert summed["validation_loss_before"] == 2.9012
     assert summed["precisions"]["float32"]["fit_seconds"] == pytest.approx(79.35)
     assert mixed["fit_seconds"] == pytest.approx(62.3)
     assert mixed["speed_over_float32"] == pytest.approx((78.7 / 64.6 + 80 / 60) / 2)
+    assert mixed["step_speed_over_float32"] == pytest.approx((78.7 / 64.6 + 1.4) / 2)
     assert mixed["loss_gap_to_float32"] == pytest.approx((2.6619 / 2.6609 + 2.665 / 2.66) / 2 - 1)
     assert (mixed["fit_target_holds"], mixed["loss_target_holds"]) == (False, True)
     assert "speed_over_float32" not in summed["precisions"]["float32"]
@@ -277,23 +280,24 @@ def test_the_table_and_the_verdicts_follow_from_the_measurements():
     assert lines == [
         ("matmul rate (2048x2048, GFLOP/s, in each run's compute dtype): float32 100.0, "
          "mixed_bfloat16 200.0"),
-        ("precision       round   fit s  first step s  steps  tokens/s  others  loss before"
-         "  loss after  vs float32"),
-        ("float32             1    78.7          4.25    313     3,431      1%       2.9012"
-         "      2.6609           -"),
-        ("mixed_bfloat16      1    64.6          4.25    313     4,180      1%            -"
-         "      2.6619      +0.04%"),
-        ("float32             2    80.0          4.25    313     3,375      1%            -"
-         "      2.6600           -"),
-        ("mixed_bfloat16      2    60.0          4.25    313     4,500       -            -"
-         "      2.6650      +0.19%"),
+        ("precision       round   fit s  first step s  steps  step ms  busy  tokens/s  others"
+         "  loss before  loss after  vs float32"),
+        ("float32             1    78.7          4.25    313      157  1.75     3,431      1%"
+         "       2.9012      2.6609           -"),
+        ("mixed_bfloat16      1    64.6          4.25    313      129  1.75     4,180      1%"
+         "            -      2.6619      +0.04%"),
+        ("float32             2    80.0          4.25    313      140  1.75     3,375      1%"
+         "            -      2.6600           -"),
+        ("mixed_bfloat16      2    60.0          4.25    313      100  1.75     4,500       -"
+         "            -      2.6650      +0.19%"),
         ("mixed_bfloat16 / float32 speed 1.28x, the median of 2 rounds (fit 62.3 s against "
-         "79.3 s); targets: fit <= 60 s: float32 missed (79.3 s), mixed_bfloat16 missed "
+         "79.3 s; median step 1.31x); targets: fit <= 60 s: float32 missed (79.3 s), mixed_bfloat16 missed "
          "(62.3 s); validation loss within 1% of float32's: mixed_bfloat16 holds (+0.11%)")]
     # One round: the fit within the minute, the loss 1.5% above float32's.
     runs = [_run("float32", 1, 61.0, 2.0, before=2.5), _run("mixed_bfloat16", 1, 59.0, 2.03)]
     assert fine_tune.report_lines({"runs": runs, "summary": fine_tune.summary(runs)})[-1] == (
-        "mixed_bfloat16 / float32 speed 1.03x (fit 59.0 s against 61.0 s); targets: fit <= 60 "
+        "mixed_bfloat16 / float32 speed 1.03x (fit 59.0 s against 61.0 s; median step 1.03x); "
+        "targets: fit <= 60 "
         "s: float32 missed (61.0 s), mixed_bfloat16 holds (59.0 s); validation loss within 1% "
         "of float32's: mixed_bfloat16 missed (+1.50%)")
     # Without float32 there is nothing to compare with: the fit's target only.

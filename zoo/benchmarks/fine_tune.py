@@ -413,7 +413,9 @@ def header(results):
 def summary(runs):
     """Per precision, the median over its runs of the fit's seconds, the validation loss
     after, the matmul rate; the gap of each run's loss after to float32's of the same
-    round; each precision's speed over float32's (the median of the rounds' ratios); the
+    round; each precision's speed over float32's (the median of the rounds' ratios), by
+    the fit's wall time and by the median step (steadier: on a shared virtual machine a
+    whole fit's time moved by up to 40% from run to run, its median step by 10%); the
     targets: each precision's fit within ``TARGET_FIT_SECONDS``, and the loss of each
     other than float32 within ``TARGET_LOSS_GAP`` of float32's (the median of the
     rounds' gaps)."""
@@ -433,6 +435,9 @@ def summary(runs):
         if name != "float32" and paired:
             entry["speed_over_float32"] = statistics.median(
                 base["fit_seconds"] / run["fit_seconds"] for base, run in paired)
+            entry["step_speed_over_float32"] = statistics.median(
+                base["median_step_seconds"] / run["median_step_seconds"]
+                for base, run in paired)
             entry["loss_gap_to_float32"] = statistics.median(
                 loss_gap(run, base) for base, run in paired)
             entry["loss_target_holds"] = abs(entry["loss_gap_to_float32"]) <= TARGET_LOSS_GAP
@@ -445,9 +450,10 @@ def loss_gap(run, float32_run):
     return run["validation_loss_after"] / float32_run["validation_loss_after"] - 1
 
 
+# busy: the process's CPU time over the fit's wall time (of its threads' cores).
 COLUMNS = (f"{'precision':<16}{'round':>5}{'fit s':>8}{'first step s':>14}{'steps':>7}"
-           f"{'tokens/s':>10}{'others':>8}{'loss before':>13}{'loss after':>12}"
-           f"{'vs float32':>12}")
+           f"{'step ms':>9}{'busy':>6}{'tokens/s':>10}{'others':>8}{'loss before':>13}"
+           f"{'loss after':>12}{'vs float32':>12}")
 
 
 def report_lines(results):
@@ -469,6 +475,8 @@ def report_lines(results):
         lines.append(
             f"{run['precision']:<16}{run['round']:>5}{run['fit_seconds']:>8.1f}"
             f"{run['first_step_seconds']:>14.2f}{run['steps']:>7}"
+            f"{run['median_step_seconds'] * 1000:>9.0f}"
+            f"{run['fit_cpu_seconds'] / run['fit_seconds']:>6.2f}"
             f"{run['target_tokens_per_second']:>10,.0f}"
             f"{'-' if others is None else f'{others:.0%}':>8}"
             f"{'-' if before is None else f'{before:.4f}':>13}"
@@ -495,7 +503,8 @@ def verdict_line(summed, rounds=1, workload=(DEFAULT_PAIRS, 1)):
         if "speed_over_float32" in entry:
             parts.append(f"{name} / float32 speed {entry['speed_over_float32']:.2f}x{median} "
                          f"(fit {entry['fit_seconds']:.1f} s against "
-                         f"{precisions['float32']['fit_seconds']:.1f} s)")
+                         f"{precisions['float32']['fit_seconds']:.1f} s; median step "
+                         f"{entry['step_speed_over_float32']:.2f}x)")
     targets = [f"fit <= {TARGET_FIT_SECONDS} s{aside}: " + ", ".join(
         f"{name} {_held(entry['fit_target_holds'])} ({entry['fit_seconds']:.1f} s)"
         for name, entry in precisions.items())]
