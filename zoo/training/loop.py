@@ -141,7 +141,15 @@ class EpochData:
         signature = tf.nest.map_structure(lambda ids: ids.tensor_spec(), self.output_signature)
         dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
         # A known length lets Keras show progress and end validation cleanly.
-        return dataset.apply(tf.data.experimental.assert_cardinality(self.count)).prefetch(2)
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(self.count)).prefetch(2)
+        # No autotuning: nothing here is tuned (one fixed prefetch), and its thread, which
+        # sleeps longer between rounds as an epoch goes on, held up the deletion of an
+        # epoch's iterator: 22-25 s idle at the end of the fit in 5 of 10 fine-tunes of
+        # gru_bahdanau_cmn_en (docs/benchmarks.md, "The README's fine-tune"), none of 4
+        # without it.
+        options = tf.data.Options()
+        options.autotune.enabled = False
+        return dataset.with_options(options)
 
     def py_dataset(self, first_pass=0):
         """Any backend: a ``keras.utils.PyDataset`` whose epoch k is pass ``first_pass + k``."""
