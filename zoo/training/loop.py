@@ -142,11 +142,10 @@ class EpochData:
         dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
         # A known length lets Keras show progress and end validation cleanly.
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(self.count)).prefetch(2)
-        # No autotuning: nothing here is tuned (one fixed prefetch), and its thread, which
-        # sleeps longer between rounds as an epoch goes on, held up the deletion of an
-        # epoch's iterator: 22-25 s idle at the end of the fit in 5 of 10 fine-tunes of
-        # gru_bahdanau_cmn_en (docs/benchmarks.md, "The README's fine-tune"), none of 4
-        # without it.
+        # No autotuning: nothing here is tuned (one fixed prefetch). With it, the deletion
+        # of an epoch's iterator waited on a thread of tf.data's own pool: 22-25 s idle
+        # after the last step in 5 of 10 mixed-precision fine-tunes of gru_bahdanau_cmn_en
+        # (docs/benchmarks.md, "The README's fine-tune"); without it, in none of 7.
         options = tf.data.Options()
         options.autotune.enabled = False
         return dataset.with_options(options)
