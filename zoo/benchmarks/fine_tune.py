@@ -126,7 +126,7 @@ def read_corpora(language, data_dir=None):
     """What the pairs of ``language`` (a key of ``LANGUAGES``) are drawn from, as
     ``{"tatoeba", "subtitles", "news": training pairs, "tatoeba_validation": Tatoeba's
     validation split, "real_text_validation": {name: pairs}, "names": {part: corpus}}``.
-    No training pair shares a sentence (``parallel.sentence_key``) with Tatoeba's
+    No training pair shares a sentence (``parallel.shares_a_sentence_with``) with Tatoeba's
     validation or test split or a real-text set of the language."""
     from zoo.data import parallel, tatoeba
 
@@ -139,11 +139,8 @@ def read_corpora(language, data_dir=None):
     mix = parallel.training_pairs([names["subtitles"], names["news"]], language, held_out,
                                   data_dir)
     # Tatoeba's split keeps its own validation and test apart; the real-text sets too.
-    unseen = {parallel.sentence_key(text) for pair in held_out
-              for text in (pair.english, pair.other)}
-    tatoeba_train = [pair for pair in splits["train"]
-                     if parallel.sentence_key(pair.english) not in unseen
-                     and parallel.sentence_key(pair.other) not in unseen]
+    held = parallel.shares_a_sentence_with(held_out)
+    tatoeba_train = [pair for pair in splits["train"] if not held(pair)]
     return {"tatoeba": tatoeba_train, "subtitles": mix[names["subtitles"]],
             "news": mix[names["news"]], "tatoeba_validation": splits["validation"],
             "real_text_validation": real_text["validation"],

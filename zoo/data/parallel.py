@@ -202,11 +202,18 @@ def sentence_key(text):
     return re.sub(r"[\s.。?？!！]+$", "", re.sub(r"\s+", " ", text.strip())).lower()
 
 
+def shares_a_sentence_with(held_out):
+    """A test of a pair: whether either of its sentences is one of the pairs ``held_out``
+    (either side, compared by ``sentence_key``)."""
+    unseen = {sentence_key(p.english) for p in held_out} | {sentence_key(p.other) for p in held_out}
+    return lambda pair: sentence_key(pair.english) in unseen or sentence_key(pair.other) in unseen
+
+
 def training_pairs(names, language, held_out=(), directory=None):
     """``{corpus: [Pair]}`` of the parallel corpora ``names``: filtered by ``keep_pair``,
     each pair once across them all, none that shares a sentence with ``held_out`` (the
     pairs of the validation and test sets)."""
-    unseen = {sentence_key(p.english) for p in held_out} | {sentence_key(p.other) for p in held_out}
+    held = shares_a_sentence_with(held_out)
     seen, result = set(), {}
     for name in names:
         corpus = CORPORA[name]
@@ -216,9 +223,7 @@ def training_pairs(names, language, held_out=(), directory=None):
         kept = []
         for pair in read(name, directory):
             key = (pair.english, pair.other)
-            if (key in seen or sentence_key(pair.english) in unseen
-                    or sentence_key(pair.other) in unseen
-                    or not keep_pair(pair, language)):
+            if key in seen or held(pair) or not keep_pair(pair, language):
                 continue
             seen.add(key)
             kept.append(pair)
