@@ -382,11 +382,18 @@ class Seq2Seq(PresetModel):
     def call(self, inputs, training=False):
         source_ids, target_input_ids = inputs
         if getattr(self, "_real_tokens_call", False):  # train_step's, on TensorFlow
-            state = self.encode(source_ids, training=training, trim_padding=True)
-            return self.decode_teacher_forced(target_input_ids, state, training=training,
-                                              real_only=True)
+            return self.real_token_logits(inputs, training=training)
         state = self.encode(source_ids, training=training)
         return self.decode_teacher_forced(target_input_ids, state, training=training)
+
+    def real_token_logits(self, inputs, training=False):
+        """``call``'s logits for the real target tokens only, packed ``[N, V]``, the source
+        and target read up to their batch's last real position (TensorFlow; elsewhere every
+        position's): what training computes (``train_step``, ``RealTokensTraining``)."""
+        source_ids, target_input_ids = inputs
+        state = self.encode(source_ids, training=training, trim_padding=True)
+        return self.decode_teacher_forced(target_input_ids, state, training=training,
+                                          real_only=True)
 
     # -- translation ---------------------------------------------------------------------
     @property

@@ -451,10 +451,7 @@ class RealTokensTraining(keras.Model):
         self.built = translator.built
 
     def call(self, inputs, training=False):
-        source_ids, target_input_ids = inputs
-        state = self.translator.encode(source_ids, training=training, trim_padding=True)
-        return self.translator.decode_teacher_forced(target_input_ids, state,
-                                                     training=training, real_only=True)
+        return self.translator.real_token_logits(inputs, training=training)
 
 
 def _copy_weights(source, model, name):
