@@ -107,7 +107,7 @@ def _command_benchmark(args):
         return _benchmark_training(args, rounds)
     if args.what == "fine-tune":
         return _benchmark_fine_tune(args)
-    _refuse_training_options(args)
+    _refuse_other_benchmarks_options(args)
     args.threads = _thread_settings(args.threads)
     if args.what == "layers":
         results = _benchmark_layers(args, rounds)
@@ -143,7 +143,7 @@ _TRAINING_OPTIONS = ("backends", "batches", "width", "real_batches", "batches_fi
 _FINE_TUNE_OPTIONS = ("pairs", "epochs", "seed")
 
 
-def _refuse_training_options(args):
+def _refuse_other_benchmarks_options(args):
     _refuse(args, _TRAINING_OPTIONS, "zoo benchmark training")
     _refuse(args, _FINE_TUNE_OPTIONS, "zoo benchmark fine-tune")
 
