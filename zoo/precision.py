@@ -75,9 +75,10 @@ def state_dtype(layer):
 
 
 def product(layer, x, weight):
-    """``x weight`` as a recurrent ``layer`` computes it: both cast to its compute dtype
-    (bfloat16 under mixed precision: the products are where its speed is), the result
-    in ``state_dtype`` (what the bias, the gates and the states are added in)."""
+    """``x weight`` as a recurrent ``layer`` (or an additive attention) computes it: both
+    cast to its compute dtype (bfloat16 under mixed precision: the products are where its
+    speed is), the result in ``state_dtype`` (what the bias, the gates and the states, or
+    the additive score, are added in)."""
     from keras import ops
 
     compute = layer.compute_dtype

@@ -1,9 +1,9 @@
 """Mixed precision (``zoo.precision``): under Keras' ``mixed_bfloat16`` policy the zoo's
 layers and translators keep float32 variables and compute in bfloat16, the attention's
-softmax and the logits in float32, the recurrent states and the gates' arithmetic in
-float32 too (only the products in bfloat16), with finite gradients; the same numbers as
-float32 within bfloat16's rounding. Backend-neutral (keras.ops): CI runs this file on JAX and
-PyTorch too (.ci/run)."""
+softmax, the additive attention's score and the logits in float32, the recurrent states
+and the gates' arithmetic in float32 too (only the products in bfloat16), with finite
+gradients; the same numbers as float32 within bfloat16's rounding. Backend-neutral
+(keras.ops): CI runs this file on JAX and PyTorch too (.ci/run)."""
 
 import keras
 import numpy as np
@@ -267,6 +267,32 @@ def test_attention_softmax_runs_in_float32_and_its_weights_come_in_bfloat16(make
     np.testing.assert_allclose(_numpy(context), _numpy(expected_context), atol=3 * ATOL)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: zoo.layers.BahdanauAttention(6),
+    lambda: zoo.layers.BahdanauAttention(6, normalize=True),
+    lambda: zoo.layers.LuongAttention(6, score="concat"),
+], ids=["bahdanau", "bahdanau_normalized", "luong_concat"])
+def test_additive_scores_run_in_float32_on_bfloat16_products(make, rng):
+    query = rng.normal(size=(3, 4, 7)).astype("float32")
+    memory = rng.normal(size=(3, 5, 7)).astype("float32")
+
+    def make_built():
+        layer = make()
+        layer.build(query.shape, memory.shape)
+        return layer
+
+    plain, mixed = _twins(make_built)
+    # The memory as a mixed encoder hands it over; the keys it makes once per sentence
+    # are float32, and so are the scores made from them at every step.
+    keys = mixed.project_keys(ops.cast(memory, BF16))
+    scores = mixed.score(ops.cast(query, BF16), keys)
+    assert (_dtype(keys), _dtype(scores)) == ("float32", "float32")
+    expected = _numpy(plain.score(query, plain.project_keys(memory)))
+    # Only the products' inputs rounded to bfloat16 (8 bits): the scores of 6 tanh units
+    # move by a few of bfloat16's steps, not by the many of a bfloat16 tanh and sum.
+    np.testing.assert_allclose(_numpy(scores), expected, atol=2e-2)
+
+
 def _translator(model_class):
     model = model_class("zh", "en", 30, 40, embedding_dim=8, units=8, dropout=0.0)
     model.build()
@@ -368,11 +394,13 @@ def test_a_float32_model_copies_into_mixed_precision_to_fine_tune(make):
 
 
 def _products(jaxpr):
-    """The operand dtypes of every matrix product in a jaxpr, its loops' bodies included."""
+    """The operands' ``(dtype, shape)`` of every matrix product in a jaxpr, its loops'
+    bodies included."""
     found = []
     for equation in jaxpr.eqns:
         if equation.primitive.name == "dot_general":
-            found.append(tuple(str(v.aval.dtype) for v in equation.invars))
+            found.append(tuple((str(v.aval.dtype), tuple(v.aval.shape))
+                               for v in equation.invars))
         for value in equation.params.values():
             for inner in value if isinstance(value, (list, tuple)) else [value]:
                 inner = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr's Jaxpr
@@ -401,5 +429,12 @@ def test_jax_training_step_makes_every_product_in_bfloat16(model_class, rng):
 
     traced = jax.make_jaxpr(forward)([v.value for v in model.trainable_variables])
     products = _products(traced.jaxpr)
-    assert products and set(products) == {(BF16, BF16)}
+    # The one product in float32 by design: the additive score's with its vector v
+    # ([..., units] by [units, 1]: ``attention.additive_scores``).
+    units = getattr(getattr(model, "attention", None), "units", None)
+    score_vector = [product for product in products if product[1] == ("float32", (units, 1))]
+    assert len(score_vector) == model_class.has_attention
+    dtypes = {tuple(dtype for dtype, _ in product) for product in products
+              if product not in score_vector}
+    assert dtypes == {(BF16, BF16)}
     assert str(traced.out_avals[0].dtype) == "float32"  # the logits

@@ -19,6 +19,8 @@ import math
 import keras
 from keras import ops
 
+from zoo import precision
+
 
 def weighted_sum(weights, memory):
     """``weights [B, Q, S]`` times ``memory [B, S, D]``: ``[B, Q, D]``. One query of one
@@ -30,8 +32,36 @@ def weighted_sum(weights, memory):
     return ops.matmul(weights, memory)
 
 
+def additive_scores(projected_query, keys, vector, bias=None):
+    """``v^T tanh(W q + U h (+ b))``, the additive score: ``projected_query [B, Q, units]``
+    (``W q``), ``keys [B, S, units]`` (``U h``), ``vector [units]`` (``v``); ``[B, Q, S]``.
+
+    Under mixed precision the layers hand it float32 (``precision.product``, and weights
+    that are not autocast: ``_MemoryAttention``): TensorFlow's CPU kernels convert
+    bfloat16 element by element, and the tanh over ``[B, S, units]`` at every decoder
+    step was slower in bfloat16 than in float32. The sum over ``units`` is a product with
+    ``v``, whose gradient is a product too (docs/benchmarks.md, "The additive score in
+    float32")."""
+    keys = precision.cast(keys, projected_query.dtype)  # as given by a caller: any float
+    hidden = ops.expand_dims(projected_query, 2) + ops.expand_dims(keys, 1)
+    if bias is not None:
+        hidden = hidden + bias
+    return ops.squeeze(ops.matmul(ops.tanh(hidden), ops.expand_dims(vector, -1)), -1)
+
+
 class _MemoryAttention(keras.layers.Layer):
-    """Shared masking, softmax and context; subclasses define keys and scores."""
+    """Shared masking, softmax and context; subclasses define keys and scores.
+
+    Under mixed precision the layer casts for itself: Keras' conversion of its inputs
+    would make float32 keys bfloat16 at every decoder step, and a layer without autocast
+    still reads its weights in bfloat16 when called alone (Keras opens the scope for a
+    mixed layer), so the score's weights are not autocast either. The products in
+    bfloat16, an additive score in float32 (``additive_scores``), the softmax in float32,
+    the context in bfloat16.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(autocast=False, **kwargs)
 
     def project_keys(self, memory):
         """The part of the score that depends on the memory only (cacheable)."""
@@ -59,6 +89,7 @@ class _MemoryAttention(keras.layers.Layer):
         single_step = len(query.shape) == 2
         if single_step:
             query = ops.expand_dims(query, 1)
+        memory = precision.cast(memory, self.compute_dtype)
         if keys is None:
             keys = self._project_keys(memory)
         # The softmax in float32 under mixed precision, as Keras advises for numerically
@@ -126,29 +157,31 @@ class BahdanauAttention(_MemoryAttention):
         self.key_kernel = self.add_weight(
             name="key_kernel", shape=(memory_shape[-1], self.units), initializer="glorot_uniform"
         )
+        # The score's own weights are read in float32 (``additive_scores``).
         self.score_vector = self.add_weight(
-            name="score_vector", shape=(self.units,), initializer="glorot_uniform"
+            name="score_vector", shape=(self.units,), initializer="glorot_uniform",
+            autocast=False,
         )
         if self.normalize:
             self.score_scale = self.add_weight(
                 name="score_scale", shape=(),
                 initializer=keras.initializers.Constant(math.sqrt(1.0 / self.units)),
+                autocast=False,
             )
             self.score_bias = self.add_weight(
-                name="score_bias", shape=(self.units,), initializer="zeros"
+                name="score_bias", shape=(self.units,), initializer="zeros", autocast=False
             )
 
     def _project_keys(self, memory):
-        return ops.matmul(memory, self.key_kernel)
+        return precision.product(self, memory, self.key_kernel)
 
     def score(self, query, keys):
-        projected_query = ops.expand_dims(ops.matmul(query, self.query_kernel), 2)
-        hidden = projected_query + ops.expand_dims(keys, 1)  # [batch, queries, source, units]
-        vector = self.score_vector
-        if self.normalize:
-            hidden = hidden + self.score_bias
-            vector = self.score_scale * vector / ops.sqrt(ops.sum(ops.square(vector)))
-        return ops.sum(ops.tanh(hidden) * vector, axis=-1)
+        projected_query = precision.product(self, query, self.query_kernel)
+        if not self.normalize:
+            return additive_scores(projected_query, keys, self.score_vector)
+        vector = self.score_scale * self.score_vector / ops.sqrt(
+            ops.sum(ops.square(self.score_vector)))
+        return additive_scores(projected_query, keys, vector, self.score_bias)
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "normalize": self.normalize}
@@ -208,7 +241,8 @@ class LuongAttention(_MemoryAttention):
                 name="key_kernel", shape=(memory_dim, self.units), initializer="glorot_uniform"
             )
             self.score_vector = self.add_weight(
-                name="score_vector", shape=(self.units,), initializer="glorot_uniform"
+                name="score_vector", shape=(self.units,), initializer="glorot_uniform",
+                autocast=False,  # read in float32, as BahdanauAttention's
             )
         if self.scale:
             self.score_scale = self.add_weight(name="score_scale", shape=(), initializer="ones")
@@ -216,15 +250,17 @@ class LuongAttention(_MemoryAttention):
     def _project_keys(self, memory):
         if self.score_function == "dot":
             return memory
-        return ops.matmul(memory, self.key_kernel)
+        if self.score_function == "concat":  # additive_scores' float32 under mixed precision
+            return precision.product(self, memory, self.key_kernel)
+        return ops.matmul(memory, precision.cast(self.key_kernel, self.compute_dtype))
 
     def score(self, query, keys):
         if self.score_function == "concat":
-            projected_query = ops.expand_dims(ops.matmul(query, self.query_kernel), 2)
-            hidden = ops.tanh(projected_query + ops.expand_dims(keys, 1))
-            scores = ops.sum(hidden * self.score_vector, axis=-1)
+            scores = additive_scores(precision.product(self, query, self.query_kernel), keys,
+                                     self.score_vector)
         else:
-            scores = ops.matmul(query, ops.transpose(keys, (0, 2, 1)))
+            scores = ops.matmul(precision.cast(query, self.compute_dtype),
+                                ops.transpose(keys, (0, 2, 1)))
         if self.scale:
             scores = scores * self.score_scale
         return scores
