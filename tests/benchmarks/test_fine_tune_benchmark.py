@@ -291,15 +291,15 @@ def test_the_table_and_the_verdicts_follow_from_the_measurements():
         ("mixed_bfloat16      2    60.0          4.25    313      100  1.75     4,500       -"
          "            -      2.6650      +0.19%"),
         ("mixed_bfloat16 / float32 speed 1.28x, the median of 2 rounds (fit 62.3 s against "
-         "79.3 s; median step 1.31x); targets: fit <= 60 s: float32 missed (79.3 s), mixed_bfloat16 missed "
-         "(62.3 s); validation loss within 1% of float32's: mixed_bfloat16 holds (+0.11%)")]
+         "79.3 s; median step 1.31x); targets: fit <= 60 s: float32 missed (79.3 s), "
+         "mixed_bfloat16 missed (62.3 s); validation loss within 1% of float32's: "
+         "mixed_bfloat16 holds (+0.11%)")]
     # One round: the fit within the minute, the loss 1.5% above float32's.
     runs = [_run("float32", 1, 61.0, 2.0, before=2.5), _run("mixed_bfloat16", 1, 59.0, 2.03)]
     assert fine_tune.report_lines({"runs": runs, "summary": fine_tune.summary(runs)})[-1] == (
         "mixed_bfloat16 / float32 speed 1.03x (fit 59.0 s against 61.0 s; median step 1.03x); "
-        "targets: fit <= 60 "
-        "s: float32 missed (61.0 s), mixed_bfloat16 holds (59.0 s); validation loss within 1% "
-        "of float32's: mixed_bfloat16 missed (+1.50%)")
+        "targets: fit <= 60 s: float32 missed (61.0 s), mixed_bfloat16 holds (59.0 s); "
+        "validation loss within 1% of float32's: mixed_bfloat16 missed (+1.50%)")
     # Without float32 there is nothing to compare with: the fit's target only.
     runs = [_run("mixed_bfloat16", 1, 50.0, 2.03, before=2.5)]
     lines = fine_tune.report_lines({"runs": runs, "summary": fine_tune.summary(runs),

@@ -27,8 +27,9 @@ def add_parsers(commands):
     train.add_argument("--precision", metavar="{float32,mixed_bfloat16}",
                        help="the training's arithmetic: mixed_bfloat16 computes in bfloat16 on "
                             "float32 weights (Keras' mixed precision; for accelerators, and on "
-                            "TensorFlow for CPUs with bfloat16 instructions: avx512_bf16, amx_bf16); "
-                            "the preset is float32 either way (default: the recipe's, float32)")
+                            "TensorFlow for CPUs with bfloat16 instructions: avx512_bf16, "
+                            "amx_bf16); the preset is float32 either way (default: the "
+                            "recipe's, float32)")
     train.add_argument("--data", help="other data instead of the corpus: translation: a TSV of "
                                       "pairs (English, other language); language models: plain "
                                       "text; classifiers: TSV 'label<TAB>sentence' with that "
