@@ -430,9 +430,9 @@ def test_jax_training_step_makes_every_product_in_bfloat16(model_class, rng):
     traced = jax.make_jaxpr(forward)([v.value for v in model.trainable_variables])
     products = _products(traced.jaxpr)
     # The one product in float32 by design: the additive score's with its vector v
-    # ([..., units] by [units, 1]: ``attention.additive_scores``).
+    # ([..., units] by [units]: ``attention.additive_scores``).
     units = getattr(getattr(model, "attention", None), "units", None)
-    score_vector = [product for product in products if product[1] == ("float32", (units, 1))]
+    score_vector = [product for product in products if product[1] == ("float32", (units,))]
     assert len(score_vector) == model_class.has_attention
     dtypes = {tuple(dtype for dtype, _ in product) for product in products
               if product not in score_vector}

@@ -41,12 +41,14 @@ def additive_scores(projected_query, keys, vector, bias=None):
     bfloat16 element by element, and the tanh over ``[B, S, units]`` at every decoder
     step was slower in bfloat16 than in float32. The sum over ``units`` is a product with
     ``v``, whose gradient is a product too (docs/benchmarks.md, "The additive score in
-    float32")."""
+    float32"). A ``tensordot`` with the rank-1 ``v``, not ``matmul`` with ``[units, 1]``:
+    Keras 3.12 (the newest for Python 3.10) hands a rank-4 by rank-2 ``matmul`` to TensorFlow's
+    broadcasting batched product, which aborted a training step on the CPU."""
     keys = precision.cast(keys, projected_query.dtype)  # as given by a caller: any float
     hidden = ops.expand_dims(projected_query, 2) + ops.expand_dims(keys, 1)
     if bias is not None:
         hidden = hidden + bias
-    return ops.squeeze(ops.matmul(ops.tanh(hidden), ops.expand_dims(vector, -1)), -1)
+    return ops.tensordot(ops.tanh(hidden), vector, axes=1)
 
 
 class _MemoryAttention(keras.layers.Layer):
