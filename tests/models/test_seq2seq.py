@@ -237,7 +237,14 @@ def test_a_batch_searched_in_parts_side_by_side_translates_as_in_one_search(trai
     monkeypatch.setattr(zoo_backend, "side_by_side_searches", lambda: 3)
     side_by_side = translations()
     assert parts == [[18, 18]] * 5  # 36 sentences: two parts of at least 16
-    assert side_by_side[:4] == alone[:4]
+    assert side_by_side[0] == alone[0] and side_by_side[2:4] == alone[2:4]
+    # The beams' texts are the same; their scores to float32's rounding (a batch of 18
+    # and one of 36 need not round alike: Keras 3.12, Python 3.10's, differs in the last
+    # bit).
+    for ours, theirs in zip(side_by_side[1], alone[1]):
+        assert [h["text"] for h in ours] == [h["text"] for h in theirs]
+        np.testing.assert_allclose([h["score"] for h in ours], [h["score"] for h in theirs],
+                                   rtol=1e-6, atol=1e-7)
     assert side_by_side[4][0] == alone[4][0]
     for ours, theirs in zip(side_by_side[4][1], alone[4][1]):
         np.testing.assert_allclose(ours, theirs, atol=1e-6)
