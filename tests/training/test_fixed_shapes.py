@@ -50,6 +50,24 @@ def test_a_batch_is_as_wide_as_the_smallest_bucket_that_holds_its_longest_row():
     assert set(widths) == set(BUCKETS)  # lengths 1-20 reach every bucket
 
 
+def test_the_batches_of_a_dataset_are_cut_from_all_its_pairs_sorted_by_length():
+    """Every pass has the same batches, so they are cut from the whole set sorted (more
+    than a chunk of ``batches.CHUNK_BATCHES`` batches here): their lengths do not
+    interleave; a pass shuffles their order."""
+    data = rows_dataset(*random_pairs(300, longest=60), batch_size=4, shuffle=True)
+
+    def spans(pass_index):  # each batch's shortest and longest pair: max(source, target)
+        return [(int(lengths.min()), int(lengths.max())) for lengths in
+                (np.maximum((source != 0).sum(-1), (decoder_in != 0).sum(-1))
+                 for (source, decoder_in), _ in all_batches(data, pass_index))]
+
+    first = spans(0)
+    ordered = sorted(first)
+    assert len(ordered) == 75
+    assert all(high <= next_low for (_, high), (next_low, _) in zip(ordered, ordered[1:]))
+    assert spans(1) != first and sorted(spans(1)) == ordered
+
+
 def test_bucket_width_past_the_widest_is_the_rows_own():
     assert [bucket_width(n, BUCKETS) for n in (1, 8, 9, 24, 25, 40)] == [8, 8, 16, 24, 25, 40]
 
