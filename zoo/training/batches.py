@@ -1,6 +1,7 @@
 """Batches of similar length, the same in a resumed run as in an uninterrupted one."""
 
 import bisect
+import math
 
 import numpy as np
 
@@ -75,7 +76,7 @@ def mixed_dataset(groups, length_of, batch_of, output_signature, batch_size, see
     groups = [(np.asarray(indices), weight) for indices, weight in groups]
     shares = [(int(weight), round((weight % 1) * len(indices))) for indices, weight in groups]
     examples = sum(len(indices) * whole + part for (indices, _), (whole, part) in zip(groups, shares))
-    count = len(length_sorted_batches(range(examples), lambda i: 0, batch_size, CHUNK_BATCHES))
+    count = math.ceil(examples / batch_size)  # chunks are whole batches: one part at most
 
     def batches_of_pass(index):
         rng = np.random.default_rng([seed, index])
