@@ -50,22 +50,45 @@ def test_a_batch_is_as_wide_as_the_smallest_bucket_that_holds_its_longest_row():
     assert set(widths) == set(BUCKETS)  # lengths 1-20 reach every bucket
 
 
+def length_spans(data, pass_index):
+    """Each batch's shortest and longest pair (a pair's length: max(source, [START] target)),
+    in the pass's order."""
+    return [(int(lengths.min()), int(lengths.max())) for lengths in
+            (np.maximum((source != 0).sum(-1), (decoder_in != 0).sum(-1))
+             for (source, decoder_in), _ in all_batches(data, pass_index))]
+
+
+def do_not_interleave(spans):
+    ordered = sorted(spans)
+    return all(high <= next_low for (_, high), (next_low, _) in zip(ordered, ordered[1:]))
+
+
 def test_the_batches_of_a_dataset_are_cut_from_all_its_pairs_sorted_by_length():
-    """Every pass has the same batches, so they are cut from the whole set sorted (more
-    than a chunk of ``batches.CHUNK_BATCHES`` batches here): their lengths do not
-    interleave; a pass shuffles their order."""
+    """Every pass has the same batches, cut from the whole set sorted (75 batches, more
+    than the 50 of the chunks it was once sorted in): their lengths do not interleave; a
+    pass shuffles their order."""
     data = rows_dataset(*random_pairs(300, longest=60), batch_size=4, shuffle=True)
+    first = length_spans(data, 0)
+    assert len(first) == 75 and do_not_interleave(first)
+    assert length_spans(data, 1) != first and sorted(length_spans(data, 1)) == sorted(first)
 
-    def spans(pass_index):  # each batch's shortest and longest pair: max(source, target)
-        return [(int(lengths.min()), int(lengths.max())) for lengths in
-                (np.maximum((source != 0).sum(-1), (decoder_in != 0).sum(-1))
-                 for (source, decoder_in), _ in all_batches(data, pass_index))]
 
-    first = spans(0)
-    ordered = sorted(first)
-    assert len(ordered) == 75
-    assert all(high <= next_low for (_, high), (next_low, _) in zip(ordered, ordered[1:]))
-    assert spans(1) != first and sorted(spans(1)) == ordered
+def test_a_pass_of_a_mix_is_sorted_by_length_whole_and_each_pass_batches_anew():
+    """A mix draws each pass anew and sorts all of it (2 x 300 pairs and a quarter of 100,
+    157 batches of 4): within a pass the batches' lengths do not interleave; the next pass
+    draws other pairs, and batches pairs of equal length otherwise."""
+    sources, targets = random_pairs(400, longest=60)
+    data = rows_dataset(sources, targets, 4, shuffle=True, mix=[(300, 2), (100, 0.25)], seed=5)
+
+    def batch_rows(pass_index):
+        return [sorted(map(tuple, source.tolist())) for (source, _), _ in
+                all_batches(data, pass_index)]
+
+    assert len(data) == 157
+    for pass_index in (0, 1):
+        assert do_not_interleave(length_spans(data, pass_index))
+    first, second = batch_rows(0), batch_rows(1)
+    assert sorted(first) != sorted(second)  # not the same batches in another order
 
 
 def test_bucket_width_past_the_widest_is_the_rows_own():

@@ -120,11 +120,11 @@ def mix_batches(name, count, batch_size=None, data_dir=None, seed=0, printer=pri
     ``length_buckets``, in the shipped preset's vocabularies.
 
     A pass of ``zoo train`` draws the mix by its weights, shuffles it and sorts it by
-    length within chunks of ``batches.CHUNK_BATCHES`` batches. Here the corpora are read
-    and cleaned as ``zoo train`` reads them, one such chunk is drawn (seeded) and
-    tokenized, batched by ``translation.rows_dataset`` (the recipe's ``max_train_tokens``
-    and widths), and ``count`` of its batches, spread evenly over its length order, are
-    returned: batches of the widths a pass has, in about its proportions."""
+    length (``batches.mixed_dataset``). Here the corpora are read and cleaned as ``zoo
+    train`` reads them, the first pass is drawn (seeded) and tokenized, batched by
+    ``translation.rows_dataset`` (the recipe's ``max_train_tokens`` and widths), and
+    ``count`` of its batches, spread evenly over its length order, are returned: batches
+    of the widths a pass has, in about its proportions."""
     from zoo import presets
     from zoo.text import TranslationPreprocessor
     from zoo.training import batches as batching
@@ -150,21 +150,19 @@ def mix_batches(name, count, batch_size=None, data_dir=None, seed=0, printer=pri
               for start, (size, weight) in zip(starts, parts)]
     # The first pass of a run seeded ``seed``, as batches.mixed_dataset draws it.
     drawn = batching.drawn_pass(groups, np.random.default_rng([seed, 0]))
-    chunk = drawn[: batch_size * batching.CHUNK_BATCHES]
-    data = rows_dataset(preprocessor.source_rows([sources[i] for i in chunk]),
-                        preprocessor.target_rows([targets[i] for i in chunk]), batch_size,
+    data = rows_dataset(preprocessor.source_rows([sources[i] for i in drawn]),
+                        preprocessor.target_rows([targets[i] for i in drawn]), batch_size,
                         shuffle=False, max_tokens=recipe.max_train_tokens,
                         length_buckets=recipe.batch_widths())
-    chunk_batches = [(source, target_in, target_out)
-                     for (source, target_in), target_out in data.batches_of_pass(0)]
-    if count > len(chunk_batches):
-        raise ValueError(f"--real-batches {count}: one chunk of the mix holds "
-                         f"{len(chunk_batches)} batches of {batch_size}; ask for at most that.")
+    if count > len(data):
+        raise ValueError(f"--real-batches {count}: a pass of the mix holds {len(data)} "
+                         f"batches of {batch_size}; ask for at most that.")
     # The middle batch of each of ``count`` equal parts of the length order: each stands
-    # for as many batches of the pass (the chunk's first and last, the shortest and the
-    # longest, are rare).
-    picked = ((np.arange(count) + 0.5) * len(chunk_batches) / count).astype(int)
-    return [chunk_batches[i] for i in picked]
+    # for as many batches of the pass (its first and last, the shortest and the longest,
+    # are rare).
+    picked = set(((np.arange(count) + 0.5) * len(data) / count).astype(int).tolist())
+    return [(source, target_in, target_out) for index, ((source, target_in), target_out)
+            in enumerate(data.batches_of_pass(0)) if index in picked]
 
 
 def write_batches(path, batches):

@@ -7,22 +7,12 @@ import numpy as np
 
 from zoo.training.loop import EpochData
 
-# A pass drawn anew (``mixed_dataset``) is sorted by length within chunks of this many
-# batches: padding stays low, and the batches differ from pass to pass.
-CHUNK_BATCHES = 50
 
-
-def length_sorted_batches(order, length_of, batch_size, chunk_batches=None):
-    """``order`` cut into batches of similar length, sorted within chunks of
-    ``chunk_batches`` batches (None: all of ``order``; the sort is stable, so equal
-    lengths keep ``order``'s order)."""
-    chunk = len(order) if chunk_batches is None else batch_size * chunk_batches
-    chunk = max(chunk, 1)
-    batches = []
-    for start in range(0, len(order), chunk):
-        part = sorted(order[start : start + chunk], key=length_of)
-        batches += [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
-    return batches
+def length_sorted_batches(order, length_of, batch_size):
+    """``order`` sorted by length and cut into batches (the sort is stable: equal lengths
+    keep ``order``'s order, a seeded shuffle's)."""
+    ordered = sorted(order, key=length_of)
+    return [ordered[i : i + batch_size] for i in range(0, len(ordered), batch_size)]
 
 
 def bucket_width(longest, length_buckets):
@@ -40,10 +30,9 @@ def bucketed_dataset(indices, length_of, batch_of, output_signature, batch_size,
     builds one batch (``examples_in``: ``EpochData``'s).
 
     The batches are cut from all the examples sorted by length (equal lengths in a seeded
-    random order): as every pass has the same batches, sorting in chunks would only add
-    padding: 20,000 pairs of the zh-en mix at batch 64 pad the attention's real area 1.38
-    times so, 1.95 times in chunks of 50 batches (docs/benchmarks.md, "Batches sorted
-    whole")."""
+    random order): 20,000 pairs of the zh-en mix at batch 64 pad the attention's real
+    area 1.38 times so, 1.95 times sorted in chunks of 50 batches (docs/benchmarks.md,
+    "Batches sorted whole")."""
     rng = np.random.default_rng(seed)
     order = np.array(indices)
     if shuffle:
@@ -72,16 +61,21 @@ def mixed_dataset(groups, length_of, batch_of, output_signature, batch_size, see
     anew for each pass from ``(seed, pass)``, so that a resumed run draws what an
     uninterrupted one would. Every pass has the same number of examples, hence of batches
     (``examples_in``: ``EpochData``'s).
+
+    A pass is sorted by length whole, as ``bucketed_dataset``'s examples are. Its batches
+    still differ from pass to pass: each pass draws its shares anew, and orders pairs of
+    equal length its own way (sorted in chunks of 50 batches, two passes of the zh-en mix
+    at batch 256 padded 14.9% of their ids; whole, 9.4%: docs/benchmarks.md, "A mix's
+    pass sorted whole").
     """
     groups = [(np.asarray(indices), weight) for indices, weight in groups]
     shares = [(int(weight), round((weight % 1) * len(indices))) for indices, weight in groups]
     examples = sum(len(indices) * whole + part for (indices, _), (whole, part) in zip(groups, shares))
-    count = math.ceil(examples / batch_size)  # chunks are whole batches: one part at most
+    count = math.ceil(examples / batch_size)
 
     def batches_of_pass(index):
         rng = np.random.default_rng([seed, index])
-        batches = length_sorted_batches(drawn_pass(groups, rng), length_of, batch_size,
-                                        CHUNK_BATCHES)
+        batches = length_sorted_batches(drawn_pass(groups, rng), length_of, batch_size)
         for i in rng.permutation(len(batches)):
             yield batch_of(batches[i])
 
