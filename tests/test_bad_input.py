@@ -351,7 +351,7 @@ def test_generating_no_characters_gives_an_empty_text_everywhere(generators, cap
 # Fast: the Python rules (zoo.decoding.arguments) against the SavedModel's graph checks and graph
 # preprocessing, run eagerly. Slow: the exported SavedModel and TFLite files themselves.
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from zoo.export import saved_model as saved_model_export  # noqa: E402
@@ -361,7 +361,10 @@ INF, NAN = float("inf"), float("nan")
 COUNTS = st.one_of(st.integers(-3, 70), st.sampled_from(
     [0, MAX_BEAM_SIZE, MAX_BEAM_SIZE + 1, MAX_GENERATION_LENGTH, MAX_GENERATION_LENGTH + 1,
      10**6, 2**31 - 1, -2**31]))
-NUMBERS = st.one_of(st.sampled_from([INF, -INF, NAN, 0.0, -0.0, 1.0, 1.5, 1e-30, 3.4e38]),
+# 2**-140 and 2**-126: a subnormal float32 (0 to TensorFlow's CPU kernels) and the
+# smallest normal one.
+NUMBERS = st.one_of(st.sampled_from([INF, -INF, NAN, 0.0, -0.0, 1.0, 1.5, 1e-30, 3.4e38,
+                                     2.0**-140, 2.0**-126]),
                     st.floats(-5, 5, width=32))  # float32: the same value in every runtime
 SEEDS = st.integers(-2**31, 2**31 - 1)
 # Characters the tokenizers treat specially (spaces, zero-width, apostrophes), control
@@ -422,6 +425,9 @@ def test_python_and_saved_model_refuse_the_same_beams(beam_size, num_hypotheses)
 
 @FUZZ
 @given(length=COUNTS, temperature=NUMBERS, seed=SEEDS, top_k=COUNTS, top_p=NUMBERS)
+# Found by hypothesis on a CI run: a subnormal top_p, 0 to TensorFlow's CPU kernels.
+@example(length=0, temperature=0.0, seed=0, top_k=0, top_p=2.830132443473617e-40)
+@example(length=0, temperature=0.0, seed=0, top_k=0, top_p=2.0**-126)
 def test_python_and_saved_model_refuse_the_same_sampling_arguments(length, temperature, seed,
                                                                   top_k, top_p):
     def python():

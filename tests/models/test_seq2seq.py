@@ -356,6 +356,10 @@ def test_sampled_translations_are_reproducible_and_independent_of_batching(train
     ({"top_k": 0}, "top_k must be a positive integer or None; received 0"),
     ({"top_p": 0.0}, r"top_p must be a number in \(0, 1\] or None; received 0.0"),
     ({"top_p": 1.01}, r"top_p must be a number in \(0, 1\] or None; received 1.01"),
+    ({"top_p": 2.0**-140}, r"top_p must be a number in \(0, 1\] or None, and at least "
+                           r"1.1754944e-38 \(float32's smallest normal number: every runtime "
+                           r"samples in float32, where a smaller one counts as 0\); received "
+                           r"7.174648137343064e-43\."),
     ({"beam_size": 3, "num_hypotheses": 2}, "num_hypotheses is for beam search"),
 ])
 def test_bad_sampling_arguments_are_clear_errors(trained, options, message):

@@ -109,6 +109,11 @@ def check_output_rules(no_repeat_ngram_size=None, min_length_ratio=None, max_len
     return {name: value for name, value in options.items() if value is not None}
 
 
+# float32's smallest normal number: TensorFlow's CPU kernels flush smaller (subnormal)
+# ones to 0, so a SavedModel would read such a top_p as 0 and refuse it.
+SMALLEST_TOP_P = 2.0**-126
+
+
 def check_sampling_filters(top_k, top_p):
     """``(top_k, top_p)`` as the samplers take them (0 and 1.0: off) from None or a value,
     or a clear error for a bad one."""
@@ -118,4 +123,9 @@ def check_sampling_filters(top_k, top_p):
     if top_p is not None and (not isinstance(top_p, (int, float)) or isinstance(top_p, bool)
                               or not 0 < top_p <= 1):
         raise ValueError(f"top_p must be a number in (0, 1] or None; received {top_p!r}.")
+    if top_p is not None and top_p < SMALLEST_TOP_P:
+        raise ValueError(f"top_p must be a number in (0, 1] or None, and at least "
+                         f"{SMALLEST_TOP_P:.8g} (float32's smallest normal number: every "
+                         f"runtime samples in float32, where a smaller one counts as 0); "
+                         f"received {top_p!r}.")
     return (top_k or 0), (1.0 if top_p is None else float(top_p))

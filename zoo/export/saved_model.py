@@ -39,7 +39,7 @@ from zoo.export.graph import without_cudnn
 from zoo.layers import blocks
 from zoo.text.preprocessor import checked_texts, lookup_table
 from zoo.decoding import searches
-from zoo.decoding.arguments import MAX_BEAM_SIZE, MAX_GENERATION_LENGTH
+from zoo.decoding.arguments import MAX_BEAM_SIZE, MAX_GENERATION_LENGTH, SMALLEST_TOP_P
 from zoo.text.codec import EMPTY_PROMPT, MAX_TEXT_LENGTH
 
 VERSION = 1
@@ -106,7 +106,11 @@ def sampling_checks(temperature, seed, top_k, top_p):
         tf.debugging.assert_non_negative(temperature, message="temperature must be >= 0"),
         tf.debugging.assert_non_negative(seed, message="seed must be >= 0"),
         tf.debugging.assert_non_negative(top_k, message="top_k must be >= 0 (0: no cut)"),
-        tf.debugging.assert_positive(top_p, message="top_p must be in (0, 1]"),
+        # Python's rule (arguments.check_sampling_filters) as the graph reads it: a
+        # subnormal top_p is 0 to TensorFlow's CPU kernels, and refused on any device.
+        tf.debugging.assert_greater_equal(
+            top_p, SMALLEST_TOP_P,
+            message=f"top_p must be in (0, 1], at least {SMALLEST_TOP_P:.8g}"),
         tf.debugging.assert_less_equal(top_p, 1.0, message="top_p must be in (0, 1]"),
     ]
 
