@@ -76,7 +76,7 @@ def test_the_batches_of_a_dataset_are_cut_from_all_its_pairs_sorted_by_length():
 def test_a_pass_of_a_mix_is_sorted_by_length_whole_and_each_pass_batches_anew():
     """A mix draws each pass anew and sorts all of it (2 x 300 pairs and a quarter of 100,
     157 batches of 4): within a pass the batches' lengths do not interleave; the next pass
-    draws other pairs, and batches pairs of equal length otherwise."""
+    draws other pairs, so its batches differ."""
     sources, targets = random_pairs(400, longest=60)
     data = rows_dataset(sources, targets, 4, shuffle=True, mix=[(300, 2), (100, 0.25)], seed=5)
 

@@ -41,7 +41,7 @@ def bucketed_dataset(indices, length_of, batch_of, output_signature, batch_size,
 
     def batches_of_pass(index):
         order = range(len(batches))
-        if shuffle:  # pass k's order: the k-th draw after the chunks' (one random stream)
+        if shuffle:  # pass k's order: the k-th draw after the examples' shuffle (one stream)
             replay = np.random.default_rng(seed)
             replay.permutation(len(indices))
             for _ in range(index + 1):
