@@ -45,7 +45,7 @@ _NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 # (in brackets), so that bigger honest models still load, and together they bound what
 # one config can allocate (docs/bad_input.md gives the figures).
 CONFIG_LIMITS = {
-    # recurrent state [1,029: rnn_charlm_shakespeare]; Keras' Dense and the attention too
+    # recurrent state [430: rnn_charlm_shakespeare]; Keras' Dense and the attention too
     "units": 4_096, "attention_units": 4_096,
     # token embeddings [256]; Keras' Embedding calls it output_dim
     "embedding_dim": 2_048, "output_dim": 2_048,
