@@ -1,11 +1,14 @@
 """Fine-tuning a shipped preset on a user's own pairs, as the README shows."""
 
+import keras
 import numpy as np
 import pytest
 
 import zoo
+from tests.conftest import MODELS, SOURCES, TARGETS, tiny_translator
 from zoo import training
 from zoo.text import tokenize
+from zoo.training.translation import make_dataset
 
 # A user's pairs: everyday sentences about a topic the corpus rarely covers.
 USER_PAIRS = [
@@ -78,3 +81,25 @@ def test_user_tsv_is_read_in_the_models_direction(tmp_path):
     assert preprocessor.output_pieces(decoder_out.numpy()[0]) == preprocessor.target_pieces(english)
     assert preprocessor.output_words(decoder_out.numpy()[0]) == tokenize(english, "en")
     assert decoder_in.numpy()[0][0] == 2  # [START]
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="tf.function's tracing (JAX compiles once per shape anyway)")
+def test_the_readme_fine_tune_traces_its_step_once():
+    """``compile_for_training`` makes Adam's state before ``fit``: made inside the first
+    step, its variables had TensorFlow trace the step twice (2 s of the fine-tune's
+    first step). Two epochs of batches of several widths: one trace."""
+    model = tiny_translator(MODELS["attention"])
+    traces = []
+    step = model.train_step
+
+    def counted(data):  # Python runs a tf.function's body only when tracing it
+        traces.append(len(traces) + 1)
+        return step(data)
+
+    model.train_step = counted
+    training.compile_for_training(model, learning_rate=1e-3)
+    data = make_dataset(model, SOURCES * 4, TARGETS * 4, batch_size=4, shuffle=True).dataset()
+    assert len({tuple(target.shape) for _, target in data}) > 1
+    model.fit(data, epochs=2, verbose=0)
+    assert len(traces) == 1

@@ -119,9 +119,15 @@ def tsv_dataset(model, path, batch_size=64, shuffle=True):
 
 def compile_for_training(model, learning_rate=1e-3, clipnorm=1.0, ema_momentum=None,
                          label_smoothing=0.0):
-    """Adam and the cross-entropy masked on padding (id 0), optionally label-smoothed."""
+    """Adam and the cross-entropy masked on padding (id 0), optionally label-smoothed;
+    Adam's state made now where the model is built (a loaded preset)."""
     model.compile(optimizer=adam(learning_rate, ema_momentum, clipnorm),
                   loss=SmoothedCrossentropy(label_smoothing))
+    if model.built:
+        # Else Keras' fit makes Adam's slots inside its first step's tf.function, which
+        # TensorFlow then traces twice (once to create the variables, once to run): the
+        # README's fine-tune lost about 2 s of its first step to that.
+        model.optimizer.build(model.trainable_variables)
     return model
 
 
