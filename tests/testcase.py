@@ -12,6 +12,8 @@ returning what to compare: the tests' own ``layer(inputs)``, ``model.probabiliti
 and so on.
 """
 
+import contextlib
+
 import keras
 import numpy as np
 
@@ -29,6 +31,16 @@ def assert_same_outputs(actual, expected, atol):
     assert len(actual) == len(expected)
     for a, b in zip(actual, expected):
         np.testing.assert_allclose(a, b, atol=atol)
+
+
+def gradients_on():
+    """A context for training on PyTorch, whose autograd the suite turns off (conftest);
+    elsewhere nothing."""
+    if keras.backend.backend() != "torch":
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.enable_grad()
 
 
 def outputs_and_gradients(function, inputs, variables):

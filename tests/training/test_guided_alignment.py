@@ -1,7 +1,6 @@
 """Guided alignment training (zoo.training.alignment) and fine-tuning from a preset
 (a recipe's ``initial_preset``)."""
 
-import contextlib
 import json
 
 import keras
@@ -14,6 +13,8 @@ from zoo import presets
 from zoo.text import TranslationPreprocessor, Vocabulary
 from zoo.training import alignment, recipes
 from zoo.training.translation import TranslationTask, compile_for_training, make_dataset
+
+from testcase import gradients_on
 
 RECIPE = {"name": "tiny_guided", "model": "AttentionSeq2Seq", "corpus": "fra",
           "source_language": "en", "target_language": "fr"}
@@ -100,15 +101,6 @@ def _attention_on_links(model, source_ids, decoder_in, linked):
     return float((attention * linked).sum(-1)[rows].mean())
 
 
-def _gradients():
-    """Training on PyTorch needs autograd, which the tests turn off (conftest)."""
-    if keras.backend.backend() != "torch":
-        return contextlib.nullcontext()
-    import torch
-
-    return torch.enable_grad()
-
-
 @pytest.mark.slow
 def test_training_with_the_loss_moves_attention_towards_the_links():
     keras.utils.set_random_seed(0)
@@ -123,7 +115,7 @@ def test_training_with_the_loss_moves_attention_towards_the_links():
     before = _attention_on_links(model, source_ids, decoder_in, linked)
     view = alignment.GuidedAlignmentTraining(model, weight=1.0)
     compile_for_training(view, learning_rate=0.05)
-    with _gradients():
+    with gradients_on():
         history = view.fit((source_ids, decoder_in, linked), decoder_out, epochs=8, verbose=0)
     after = _attention_on_links(model, source_ids, decoder_in, linked)
     assert before < 0.3 and after > 0.8, (before, after)

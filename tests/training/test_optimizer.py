@@ -1,0 +1,62 @@
+"""The trainers' Adam: Keras' update, one TensorFlow kernel a weight."""
+
+import keras
+import numpy as np
+import pytest
+
+from zoo.training.optimizer import adam
+
+from testcase import gradients_on
+
+
+def _trained_weights(optimizer, steps=12):
+    """A small model with an embedding (a sparse gradient) and dense layers, trained
+    ``steps`` steps of one batch from a seeded start."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.layers.Embedding(40, 8), keras.layers.GlobalAveragePooling1D(),
+                              keras.layers.Dense(3)])
+    model.build((None, 5))
+    model.compile(optimizer=optimizer,
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    rng = np.random.default_rng(0)
+    # Tokens met several times in a batch: Keras' sparse update differs there.
+    inputs, labels = rng.integers(0, 10, (16, 5)), rng.integers(0, 3, 16)
+    with gradients_on():
+        for _ in range(steps):
+            model.train_on_batch(inputs, labels)
+    return [weight.numpy() for weight in model.weights]
+
+
+@pytest.mark.parametrize("ema_momentum", [None, 0.9])
+def test_the_zoo_adam_updates_as_keras_adam(ema_momentum):
+    averaging = {"use_ema": True, "ema_momentum": ema_momentum} if ema_momentum else {}
+    keras_weights = _trained_weights(
+        keras.optimizers.Adam(3e-3, clipnorm=1.0, **averaging))
+    zoo_weights = _trained_weights(adam(3e-3, ema_momentum))
+    assert len(zoo_weights) == len(keras_weights)
+    for ours, theirs in zip(zoo_weights, keras_weights):
+        # 12 steps of 3e-3 move a weight by up to 0.036; float32's rounding apart.
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=2e-6)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's kernel")
+def test_a_dense_gradient_takes_one_kernel_a_sparse_one_keras_update():
+    import tensorflow as tf
+
+    embedding, dense = keras.layers.Embedding(40, 8), keras.layers.Dense(3)
+    embedding.build((None, 5))
+    dense.build((None, 8))
+    variables = embedding.trainable_weights + dense.trainable_weights
+    optimizer = adam(1e-3)
+    optimizer.build(variables)
+
+    @tf.function
+    def step(tokens):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(dense(tf.reduce_mean(embedding(tokens), axis=1)))
+        optimizer.apply(tape.gradient(loss, variables), variables)
+
+    graph = step.get_concrete_function(tf.TensorSpec([4, 5], tf.int32)).graph
+    fused = [op for op in graph.get_operations() if op.type == "ResourceApplyAdam"]
+    # Dense's kernel and bias; the embedding's rows (IndexedSlices) take Keras' update.
+    assert len(fused) == 2
