@@ -44,11 +44,30 @@ def additive_scores(projected_query, keys, vector, bias=None):
     float32"). A ``tensordot`` with the rank-1 ``v``, not ``matmul`` with ``[units, 1]``:
     Keras 3.12 (the newest for Python 3.10) hands a rank-4 by rank-2 ``matmul`` to TensorFlow's
     broadcasting batched product, which aborted a training step on the CPU."""
+    return ops.tensordot(additive_hidden(projected_query, keys, bias), vector, axes=1)
+
+
+def additive_hidden(projected_query, keys, bias=None):
+    """``tanh(W q + U h (+ b))``, ``[B, Q, S, units]``: the additive score's hidden layer
+    (``additive_scores``; its gradient needs it: ``attention_decoder_kernel``)."""
     keys = precision.cast(keys, projected_query.dtype)  # as given by a caller: any float
     hidden = ops.expand_dims(projected_query, 2) + ops.expand_dims(keys, 1)
     if bias is not None:
         hidden = hidden + bias
-    return ops.tensordot(ops.tanh(hidden), vector, axes=1)
+    return ops.tanh(hidden)
+
+
+def masked_softmax(scores, memory_mask=None):
+    """The attention weights from ``scores [B, Q, S]`` over the positions where
+    ``memory_mask [B, S]`` holds (all where it is None); a row without one is all 0."""
+    if memory_mask is None:
+        return ops.softmax(scores, axis=-1)
+    valid = ops.expand_dims(ops.cast(memory_mask, "bool"), 1)
+    # A large negative score underflows to exactly 0 after the softmax;
+    # the final where() also zeroes rows that have no valid position.
+    lowest = ops.cast(-0.7 * 3.4e38, scores.dtype)
+    scores = ops.where(valid, scores, lowest)
+    return ops.where(valid, ops.softmax(scores, axis=-1), ops.zeros_like(scores))
 
 
 class _MemoryAttention(keras.layers.Layer):
@@ -98,16 +117,7 @@ class _MemoryAttention(keras.layers.Layer):
         # sensitive parts (bfloat16 keeps 8 bits of a weight); the context in the compute
         # dtype again. A no-op in float32.
         scores = ops.cast(self.score(query, keys), "float32")
-        if memory_mask is not None:
-            valid = ops.expand_dims(ops.cast(memory_mask, "bool"), 1)
-            # A large negative score underflows to exactly 0 after the softmax;
-            # the final where() also zeroes rows that have no valid position.
-            lowest = ops.cast(-0.7 * 3.4e38, scores.dtype)
-            scores = ops.where(valid, scores, lowest)
-            weights = ops.where(valid, ops.softmax(scores, axis=-1), ops.zeros_like(scores))
-        else:
-            weights = ops.softmax(scores, axis=-1)
-        weights = ops.cast(weights, self.compute_dtype)
+        weights = ops.cast(masked_softmax(scores, memory_mask), self.compute_dtype)
         if reweight is not None and single_step:  # it sees the weights the caller gets
             weights = ops.expand_dims(reweight(ops.squeeze(weights, 1)), 1)
         elif reweight is not None:

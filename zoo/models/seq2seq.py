@@ -947,6 +947,11 @@ class AttentionSeq2Seq(Seq2Seq):
         projected = precision.product(cell, embedded, embedding_kernel)
         if cell.use_bias:
             projected = projected + cell._input_bias()
+        if self._decoder_kernel_trains(training, return_attention):
+            features = self._kernel_decoded(projected, state, context_kernel)
+            logits = self._output_logits(ops.concatenate([features, embedded], axis=-1),
+                                         target_input_ids, training, real_only)
+            return logits
 
         def step(projected_t, states):
             context, weights = self.attention(
@@ -965,6 +970,30 @@ class AttentionSeq2Seq(Seq2Seq):
             ops.concatenate([outputs[..., :features], embedded], axis=-1), target_input_ids,
             training, real_only)
         return (logits, outputs[..., features:]) if return_attention else logits
+
+    def _decoder_kernel_trains(self, training, return_attention):
+        """Whether the teacher-forced loop is ``attention_decoder_kernel``'s: TensorFlow's
+        training step in float32, with the textbook GRU cell and attention it writes the
+        backward pass of (docs/benchmarks.md, "The decoder's backward pass by hand")."""
+        cell = self.decoder_cell
+        return (training and not return_attention and backend.backend() == "tensorflow"
+                and self.compute_dtype == "float32" and cell.reset_after
+                and cell.fused_recurrence() is not None and not cell.recurrent_dropout
+                and not self.attention.normalize)
+
+    def _kernel_decoded(self, projected, state, context_kernel):
+        """``[s_t; c_t]`` of every step, ``[B, T, 3 units]``, from
+        ``attention_decoder_kernel`` (time-major inside)."""
+        from zoo.layers import attention_decoder_kernel
+
+        cell = self.decoder_cell
+        recurrent_bias = (cell.bias[1] if cell.use_bias
+                          else ops.zeros([3 * self.units], projected.dtype))
+        states, contexts = attention_decoder_kernel.run_attention_decoder(
+            ops.transpose(projected, [1, 0, 2]), state["decoder"], state["keys"],
+            state["memory"], state["mask"], self.attention.query_kernel,
+            self.attention.score_vector, context_kernel, cell.recurrent_kernel, recurrent_bias)
+        return ops.transpose(ops.concatenate([states, contexts], axis=-1), [1, 0, 2])
 
 
 @keras.saving.register_keras_serializable(package="zoo")
