@@ -43,10 +43,6 @@ def run_attention_decoder(projected, initial_state, keys, memory, mask, query_ke
                            score_vector, context_kernel, cell_weights, steps)
 
         def gradient(d_states, d_contexts):
-            # An output the loss does not read has no gradient: zeros.
-            d_states = tf.zeros_like(history["states"]) if d_states is None else d_states
-            d_contexts = (tf.zeros_like(history["contexts"]) if d_contexts is None
-                          else d_contexts)
             return _backward(d_states, d_contexts, history, keys, memory, query_kernel,
                              score_vector, context_kernel, cell_weights, steps)
 
