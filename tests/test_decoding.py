@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from zoo import decoding
-from zoo.decoding import beam
+from zoo.decoding import beam, sampling
 from zoo.decoding.constraints import NEG_INF
 from zoo.text.vocabulary import END_ID, PAD_ID, START_ID
 
@@ -719,6 +719,25 @@ def test_top_k_of_one_is_greedy_at_any_temperature():
     for seed in range(20):
         np.testing.assert_array_equal(decoding.sample(logits, 1.7, seed, 3, top_k=1),
                                       np.argmax(logits, -1))
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1e-40, 1e-7])
+def test_a_temperature_under_the_floor_takes_the_first_of_tied_tokens(temperature):
+    """1e-40 is a float32 subnormal: 0 where denormals are flushed (TensorFlow's and
+    XLA's CPU kernels), itself on PyTorch; under ``GREEDY_BELOW`` every backend decodes
+    greedily, the first of two tied tokens, as argmax."""
+    logits = np.zeros((64, 5), "float32")
+    logits[:, 1:3] = 2.0
+    for seed in range(5):
+        np.testing.assert_array_equal(decoding.sample(logits, temperature, seed, 0),
+                                      np.ones(64))
+
+
+def test_at_the_floor_tied_tokens_are_drawn_both():
+    logits = np.zeros((64, 5), "float32")
+    logits[:, 1:3] = 2.0
+    draws = np.asarray(decoding.sample(logits, sampling.GREEDY_BELOW, 3, 0))
+    assert set(draws) == {1, 2}
 
 
 def test_without_filters_the_draws_are_those_of_inverse_cdf_sampling():

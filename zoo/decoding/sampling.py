@@ -8,6 +8,13 @@ from keras import ops
 from zoo import backend
 from zoo.decoding.loop import int_tensor
 
+# A temperature under this decodes greedily. Dividing by a smaller one changes nothing
+# but exact ties, and a float32 subnormal (under 1.2e-38) reads as 0 where denormals are
+# flushed (TensorFlow's and XLA's CPU kernels) and as itself elsewhere (PyTorch): without
+# this floor, the same temperature was greedy in one runtime and a draw between tied
+# tokens in another.
+GREEDY_BELOW = 1e-6
+
 
 def argmax(logits):
     """``[B]`` int32: the most probable token of each row."""
@@ -72,7 +79,8 @@ def _uniform(seed, position, row):
 
 def sample(logits, temperature, seed, position, top_k=0, top_p=1.0, row_ids=None,
            uniform=None):
-    """Ids ``[B]`` drawn from ``softmax(logits / temperature)``; argmax at temperature 0.
+    """Ids ``[B]`` drawn from ``softmax(logits / temperature)``; argmax at a temperature
+    under ``GREEDY_BELOW`` (0 among them).
 
     ``top_k`` (0: off) keeps the k most probable tokens, ``top_p`` (1: off) the
     smallest set of most probable tokens whose probabilities reach p (nucleus sampling,
@@ -84,7 +92,8 @@ def sample(logits, temperature, seed, position, top_k=0, top_p=1.0, row_ids=None
     """
     logits = ops.cast(logits, "float32")
     greedy = argmax(logits)
-    scaled = logits / ops.maximum(ops.cast(temperature, "float32"), 1e-6)
+    temperature = ops.cast(temperature, "float32")
+    scaled = logits / ops.maximum(temperature, GREEDY_BELOW)
     probabilities = ops.softmax(scaled, axis=-1)
     probabilities = ops.where(probabilities >= _kept_from(probabilities, top_k, top_p),
                               probabilities, 0.0)
@@ -96,7 +105,7 @@ def sample(logits, temperature, seed, position, top_k=0, top_p=1.0, row_ids=None
     # add nothing to the sum, so they are never the first).
     drawn = ops.sum(ops.cast(cumulative <= ops.expand_dims(threshold, -1), "int32"), axis=-1)
     drawn = ops.minimum(drawn, ops.shape(logits)[-1] - 1)
-    return ops.where(ops.cast(temperature, "float32") > 0, drawn, greedy)
+    return ops.where(temperature >= GREEDY_BELOW, drawn, greedy)
 
 
 def _kept_from(probabilities, top_k, top_p):
