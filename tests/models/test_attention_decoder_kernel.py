@@ -75,3 +75,5 @@ def test_the_training_step_takes_the_kernel_in_float32_only(rng):
     assert not model._decoder_kernel_trains(training=True, return_attention=True)
     # Mixed precision keeps its bfloat16 products (automatic differentiation).
     assert not mixed._decoder_kernel_trains(training=True, return_attention=False)
+    model.jit_compile = True  # XLA compiles Keras' loop
+    assert not model._decoder_kernel_trains(training=True, return_attention=False)

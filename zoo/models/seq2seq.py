@@ -973,11 +973,14 @@ class AttentionSeq2Seq(Seq2Seq):
 
     def _decoder_kernel_trains(self, training, return_attention):
         """Whether the teacher-forced loop is ``attention_decoder_kernel``'s: TensorFlow's
-        training step in float32, with the textbook GRU cell and attention it writes the
-        backward pass of (docs/benchmarks.md, "The decoder's backward pass by hand")."""
+        training step in float32, not compiled to XLA (Keras' default on a GPU, which
+        compiles Keras' own loop), with the textbook GRU cell and attention it writes the
+        backward pass of (docs/benchmarks.md, "Adam in one kernel, and the decoder's
+        backward pass by hand")."""
         cell = self.decoder_cell
         return (training and not return_attention and backend.backend() == "tensorflow"
-                and self.compute_dtype == "float32" and cell.reset_after
+                and not self.jit_compile and self.compute_dtype == "float32"
+                and cell.reset_after
                 and cell.fused_recurrence() is not None and not cell.recurrent_dropout
                 and not self.attention.normalize)
 

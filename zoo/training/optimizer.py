@@ -21,10 +21,11 @@ class Adam(keras.optimizers.Adam):
     and its moments; TensorFlow's ``ResourceApplyAdam`` computes the same formula (``m +=
     (g - m)(1 - beta_1)``, ``v += (g^2 - v)(1 - beta_2)``, ``w -= alpha m / (sqrt(v) +
     epsilon)``) in one. The README's fine-tune spent 11% of its operations' time in
-    Keras' update (docs/benchmarks.md, "Adam in one kernel"). The weights agree with
-    Keras' Adam to float32's rounding (its ``1 - beta_1`` is rounded once, TensorFlow's
-    twice). Other backends, AMSGrad and a gradient of another dtype than its weight take
-    Keras' own update.
+    Keras' update (docs/benchmarks.md, "Adam in one kernel, and the decoder's backward
+    pass by hand"). The weights agree with Keras' Adam to float32's rounding (its ``1 -
+    beta_1`` is rounded once, TensorFlow's twice). Other backends, AMSGrad, a sparse
+    gradient (``_dense``) and a gradient of another dtype than its weight take Keras' own
+    update.
     """
 
     def update_step(self, gradient, variable, learning_rate):
