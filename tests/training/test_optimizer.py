@@ -10,7 +10,7 @@ from testcase import gradients_on
 
 
 def _trained_weights(optimizer, steps=12):
-    """A small model with an embedding (a sparse gradient) and dense layers, trained
+    """A small model with an embedding (a sparse gradient) and a dense layer, trained
     ``steps`` steps of one batch from a seeded start."""
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.layers.Embedding(40, 8), keras.layers.GlobalAveragePooling1D(),
