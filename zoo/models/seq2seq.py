@@ -949,9 +949,8 @@ class AttentionSeq2Seq(Seq2Seq):
             projected = projected + cell._input_bias()
         if self._decoder_kernel_trains(training, return_attention):
             features = self._kernel_decoded(projected, state, context_kernel)
-            logits = self._output_logits(ops.concatenate([features, embedded], axis=-1),
-                                         target_input_ids, training, real_only)
-            return logits
+            return self._output_logits(ops.concatenate([features, embedded], axis=-1),
+                                       target_input_ids, training, real_only)
 
         def step(projected_t, states):
             context, weights = self.attention(
@@ -978,11 +977,10 @@ class AttentionSeq2Seq(Seq2Seq):
         backward pass of (docs/benchmarks.md, "Adam in one kernel, and the decoder's
         backward pass by hand")."""
         cell = self.decoder_cell
-        return (training and not return_attention and backend.backend() == "tensorflow"
+        return (training and not return_attention and zoo_backend.is_tensorflow()
                 and not self.jit_compile and self.compute_dtype == "float32"
-                and cell.reset_after
-                and cell.fused_recurrence() is not None and not cell.recurrent_dropout
-                and not self.attention.normalize)
+                and cell.reset_after and cell.fused_recurrence() is not None
+                and not cell.recurrent_dropout and not self.attention.normalize)
 
     def _kernel_decoded(self, projected, state, context_kernel):
         """``[s_t; c_t]`` of every step, ``[B, T, 3 units]``, from
