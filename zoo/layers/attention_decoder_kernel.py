@@ -78,15 +78,13 @@ def _forward(projected, initial_state, keys, memory, mask, query_kernel, score_v
         saved = (new_state, context, tf.concat(gates, axis=-1), weights, hidden)
         return t + 1, new_state, tuple(ta.write(t, value) for ta, value in zip(tas, saved))
 
-    def array(like):
-        return tf.TensorArray(dtype, size=steps, element_shape=like.shape)
-
     batch = tf.shape(initial_state)[0]
     width = 4 * initial_state.shape[-1]  # the GRU's saved gates: z, r, n, U_h h + b'_h
     likes = (initial_state, memory[:, 0], tf.zeros([batch, width], dtype), keys[..., 0],
              keys)
     _, _, tas = tf.while_loop(lambda t, *_: t < steps, body,
-                              (0, initial_state, tuple(array(like) for like in likes)))
+                              (0, initial_state,
+                               tuple(_tensor_array(dtype, steps, like) for like in likes)))
     states, contexts, gates, weights = (ta.stack() for ta in tas[:4])
     return {"states": states, "contexts": contexts, "gates": gates, "weights": weights,
             "hidden": tas[4],  # read step by step, never stacked: [T, B, S, units]
