@@ -24,7 +24,8 @@ import tensorflow as tf
 from keras import ops
 
 from zoo.layers import attention
-from zoo.layers.sequence_kernels import KERNELS, _loop_weights, _outer_sum, _tensor_array
+from zoo.layers.sequence_kernels import (KERNELS, _loop_weights, _outer_sum, _step_reader,
+                                         _tensor_array)
 
 _GRU = KERNELS["gru_reset_after"]
 
@@ -68,12 +69,12 @@ def _forward(projected, initial_state, keys, memory, mask, query_kernel, score_v
     """The loop; returns every step's state before and after, context, gates, weights
     and the score's hidden layer (time-major), for the backward pass."""
     dtype = projected.dtype
-    projected_ta = _tensor_array(dtype, steps, projected[0]).unstack(projected)
+    step_input = _step_reader(projected)
 
     def body(t, state, tas):
         context, weights, hidden = _attend(state, keys, memory, mask, query_kernel,
                                            score_vector)
-        cell_input = projected_ta.read(t) + tf.matmul(context, context_kernel)
+        cell_input = step_input(t) + tf.matmul(context, context_kernel)
         (new_state,), gates = _GRU.forward(cell_input, [state], cell_weights)
         saved = (new_state, context, tf.concat(gates, axis=-1), weights, hidden)
         return t + 1, new_state, tuple(ta.write(t, value) for ta, value in zip(tas, saved))
