@@ -940,8 +940,10 @@ class AttentionSeq2Seq(Seq2Seq):
         # product split in two (decode_step keeps the whole one; the cell has no
         # dropout of its own, which would mask the two parts together).
         cell, split = self.decoder_cell, self.embedding_dim
-        kernel = ops.convert_to_tensor(cell.kernel)
-        embedding_kernel, context_kernel = kernel[:split], kernel[split:]
+        # A split, not two slices: its gradient is one concatenation, where each slice's
+        # is a kernel-sized buffer of zeros around its rows, then summed.
+        embedding_kernel, context_kernel = ops.split(ops.convert_to_tensor(cell.kernel),
+                                                     [split], axis=0)
         # Mixed precision: the products in bfloat16, the sums and the state float32 as the
         # cell's own step (``cells``); what the loop outputs in the compute dtype.
         projected = precision.product(cell, embedded, embedding_kernel)
