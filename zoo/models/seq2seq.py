@@ -244,10 +244,19 @@ class Seq2Seq(PresetModel):
             hidden = self._packed_hidden(features, real, training)
         else:
             hidden = self.dropout(self.output_projection(features), training=training)
-        if output_product is None:
-            product = ops.matmul(hidden, ops.transpose(self.target_embedding.embeddings))
-        else:
+        embeddings = self.target_embedding.embeddings
+        if output_product is not None:
             product = output_product(hidden)
+        elif real is not None and hidden.dtype == "float32":
+            # TensorFlow's packed rows: the product reads E as stored, and E's gradient
+            # comes out in E's layout, where E^T and its gradient were each a copy. The
+            # same numbers in float32; oneDNN's bfloat16 product rounds otherwise, so
+            # mixed precision keeps E^T (and the weights of a seeded training).
+            import tensorflow as tf
+
+            product = tf.matmul(hidden, ops.convert_to_tensor(embeddings), transpose_b=True)
+        else:
+            product = ops.matmul(hidden, ops.transpose(embeddings))
         # Mixed precision: the product in bfloat16, the logits float32 (the bias is never
         # cast: ``build``), as Keras advises for the layer before a softmax and a loss.
         return ops.cast(product, "float32") + self.output_bias
