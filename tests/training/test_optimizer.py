@@ -60,3 +60,31 @@ def test_a_dense_gradient_takes_one_kernel_a_sparse_one_keras_update():
     fused = [op for op in graph.get_operations() if op.type == "ResourceApplyAdam"]
     # Dense's kernel and bias; the embedding's rows (IndexedSlices) take Keras' update.
     assert len(fused) == 2
+
+
+def test_clipping_scales_a_gradient_over_the_norm_as_keras_does():
+    from keras import ops
+
+    rng = np.random.default_rng(1)
+    over = rng.standard_normal((6, 7)).astype("float32")  # norm about 6.5
+    under = (0.05 * rng.standard_normal(9)).astype("float32")  # norm about 0.15
+    gradients = [ops.convert_to_tensor(over), ops.convert_to_tensor(under)]
+    ours = [ops.convert_to_numpy(g) for g in adam(1e-3)._clip_gradients(gradients)]
+    theirs = [ops.convert_to_numpy(g) for g in
+              keras.optimizers.Adam(1e-3, clipnorm=1.0)._clip_gradients(gradients)]
+    np.testing.assert_allclose(np.linalg.norm(ours[0]), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(ours[1], under)  # under the norm: exactly unchanged
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's kernel")
+def test_the_norm_is_one_pass_that_only_reads():
+    import tensorflow as tf
+
+    optimizer = adam(1e-3)
+    clip = tf.function(lambda gradient: optimizer._clip_gradients([gradient]))
+    graph = clip.get_concrete_function(tf.TensorSpec([6, 7], tf.float32)).graph
+    kinds = [op.type for op in graph.get_operations()]
+    # Keras' (tf.clip_by_norm) multiplies the gradient by itself into a new tensor, then
+    # sums that.
+    assert kinds.count("L2Loss") == 1 and "Sum" not in kinds

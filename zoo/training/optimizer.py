@@ -45,6 +45,20 @@ class Adam(keras.optimizers.Adam):
             beta1=beta_1, beta2=beta_2, epsilon=ops.cast(self.epsilon, dtype),
             grad=gradient)
 
+    def _clip_by_norm(self, values, axes=None):
+        """Keras' ``values * clipnorm / max(norm, clipnorm)``, whose norm on TensorFlow is
+        one pass that only reads (``l2_loss``), where Keras squares into a new tensor and
+        then sums it; the factor is applied in one product. Unclipped gradients are
+        unchanged either way (the factor is exactly 1); a clipped one differs from Keras'
+        by float32's rounding."""
+        if keras.backend.backend() != "tensorflow" or axes is not None or not _dense(values):
+            return super()._clip_by_norm(values, axes)
+        import tensorflow as tf
+
+        clipnorm = ops.cast(self.clipnorm, values.dtype)
+        norm = tf.sqrt(2.0 * tf.nn.l2_loss(values))
+        return values * (clipnorm / tf.maximum(norm, clipnorm))
+
 
 def _dense(gradient):
     """Whether ``gradient`` is a dense tensor. Keras updates a weight with a sparse one
