@@ -24,8 +24,11 @@ class Adam(keras.optimizers.Adam):
     Keras' update (docs/benchmarks.md, "Adam in one kernel, and the decoder's backward
     pass by hand"). The weights agree with Keras' Adam to float32's rounding (its ``1 -
     beta_1`` is rounded once, TensorFlow's twice). Other backends, AMSGrad, a sparse
-    gradient (``_dense``) and a gradient of another dtype than its weight take Keras' own
-    update.
+    gradient and a gradient of another dtype than its weight take Keras' own update: for
+    a sparse one (``IndexedSlices``: an embedding's looked-up rows) Keras squares each
+    row's gradient before the rows of a token met twice are summed, so ``v`` takes the
+    sum of the squares, where the fused kernel would square the sum. Its gradient
+    clipping takes the norm in one pass (``_clip_by_norm``).
     """
 
     def update_step(self, gradient, variable, learning_rate):
@@ -50,7 +53,8 @@ class Adam(keras.optimizers.Adam):
         one pass that only reads (``l2_loss``), where Keras squares into a new tensor and
         then sums it; the factor is applied in one product. Unclipped gradients are
         unchanged either way (the factor is exactly 1); a clipped one differs from Keras'
-        by float32's rounding."""
+        by float32's rounding. A sparse gradient keeps TensorFlow's clipping (of its rows
+        as they come, before a token's rows are summed)."""
         if keras.backend.backend() != "tensorflow" or axes is not None or not _dense(values):
             return super()._clip_by_norm(values, axes)
         import tensorflow as tf
@@ -61,10 +65,7 @@ class Adam(keras.optimizers.Adam):
 
 
 def _dense(gradient):
-    """Whether ``gradient`` is a dense tensor. Keras updates a weight with a sparse one
-    (``IndexedSlices``: an embedding's looked-up rows) in its own way, which the fused
-    kernel does not: it squares each looked-up row's gradient before the rows of a token
-    met twice are summed, so ``v`` takes the sum of the squares, not the square of the sum."""
+    """Whether ``gradient`` is a dense tensor, not ``IndexedSlices``."""
     import tensorflow as tf
 
     return not isinstance(gradient, tf.IndexedSlices)
