@@ -301,3 +301,41 @@ def test_the_assertions_fail_when_training_runs_the_inference_kernel(rng, monkey
     s = _run(_layer("GRU", return_sequences=True), _inputs(rng), True)
     with pytest.raises(AssertionError):
         _assert_training_kernel(s, "gru_reset_after")
+
+
+# -- padded sequences: each step computes the real ones only --------------------------------
+
+
+def _recording_loop(sequences, initial_states, mask, active_counts=None):
+    """An inference loop that returns what it was given: its sequences as the outputs,
+    and as its state the steps' counts of computed rows (-1 when it ran masked)."""
+    counted = (tf.fill([tf.shape(sequences)[0]], -1) if active_counts is None
+               else active_counts)
+    state = tf.zeros_like(initial_states[0]) + tf.cast(tf.reduce_sum(counted), tf.float32)
+    return sequences, sequences[-1], [state]
+
+
+@pytest.mark.parametrize("lengths, reversed_, counts", [
+    ([2, 4, 0], False, [2, 2, 1, 1]),  # right-padded, in no order, one empty
+    ([2, 4, 0], True, [1, 1, 2, 2]),  # left-padded: a backward layer's reversed input
+])
+def test_padded_sequences_are_computed_in_packed_rows(lengths, reversed_, counts, rng):
+    mask = np.arange(4)[:, None] < np.array(lengths)  # time-major [T, B]
+    mask = mask[::-1] if reversed_ else mask
+    sequences = tf.constant(rng.normal(size=(4, 3, 2)).astype("float32"))
+    outputs, last_output, states = sequence_kernels._in_packed_rows(
+        _recording_loop, sequences, [tf.zeros([3, 5])], tf.constant(mask))
+    # The loop saw the sequences longest first; its results come back in their order.
+    np.testing.assert_array_equal(outputs, sequences)
+    np.testing.assert_array_equal(last_output, sequences[-1])
+    np.testing.assert_array_equal(states[0], np.full([3, 5], sum(counts)))
+
+
+def test_a_mask_that_no_order_packs_runs_the_masked_loop(rng):
+    # Longest first, the second sequence is real at the last step, the first is not.
+    mask = np.array([[1, 0, 0, 1], [1, 1, 1, 0], [1, 1, 0, 0]], bool).T
+    sequences = tf.constant(rng.normal(size=(4, 3, 2)).astype("float32"))
+    outputs, _, states = sequence_kernels._in_packed_rows(
+        _recording_loop, sequences, [tf.zeros([3, 5])], tf.constant(mask))
+    np.testing.assert_array_equal(outputs, sequences)
+    np.testing.assert_array_equal(states[0], np.full([3, 5], -4))

@@ -35,7 +35,14 @@ def _masks():
     arbitrary = np.ones((3, 7), bool)
     arbitrary[0, [0, 1]] = False  # leading masked steps
     arbitrary[2, [3, 5]] = False
-    return {"none": None, "right_padded": right_padded, "arbitrary": arbitrary}
+    # Not ordered by length, one sequence empty: the inference loop reorders them to
+    # compute each step's real sequences only (sequence_kernels._in_packed_rows).
+    unordered = np.arange(7) < np.array([[2], [7], [0]])
+    return {"none": None, "right_padded": right_padded, "arbitrary": arbitrary,
+            "right_padded_unordered": unordered, "left_padded": unordered[:, ::-1].copy()}
+
+
+MASK_NAMES = list(_masks())
 
 
 def _outputs_and_gradients(layer, inputs, mask, initial_state, training):
@@ -63,7 +70,7 @@ def _pair(name, **kwargs):
 
 
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
-@pytest.mark.parametrize("mask_name", ["none", "right_padded", "arbitrary"])
+@pytest.mark.parametrize("mask_name", MASK_NAMES)
 @pytest.mark.parametrize("go_backwards", [False, True])
 @pytest.mark.parametrize("training", [False, True])
 def test_sequence_layer_matches_keras(case, mask_name, go_backwards, training, rng):
@@ -72,7 +79,7 @@ def test_sequence_layer_matches_keras(case, mask_name, go_backwards, training, r
 
 @TENSORFLOW_ONLY  # the layouts are those of the TensorFlow kernels
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
-@pytest.mark.parametrize("mask_name", ["none", "right_padded", "arbitrary"])
+@pytest.mark.parametrize("mask_name", MASK_NAMES)
 @pytest.mark.parametrize("go_backwards", [False, True])
 def test_batch_major_inference_matches_keras(case, mask_name, go_backwards, rng, monkeypatch):
     """The suite runs the feature-major inference loop (conftest); the other layout too."""

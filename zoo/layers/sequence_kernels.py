@@ -40,6 +40,13 @@ def _product(x, weight, weight_first=False):
     return tf.cast(product, x.dtype)
 
 
+def _shaped_like(joined, tensor):
+    """``joined`` (a concatenation, as long as ``tensor`` when run) with ``tensor``'s static
+    shape: a loop's carried tensors keep theirs."""
+    joined.set_shape(tensor.shape)
+    return joined
+
+
 class BatchMajor:
     """States ``[batch, units]``; ``h U`` is ``matmul(h, U)`` (training path)."""
 
@@ -60,6 +67,16 @@ class BatchMajor:
     @staticmethod
     def prepare_bias(bias):
         return bias
+
+    @staticmethod
+    def first_rows(tensor, count):
+        """The first ``count`` rows (sequences) of a state: a view of its buffer."""
+        return tensor[:count]
+
+    @staticmethod
+    def with_first_rows(first, tensor, count):
+        """``tensor`` with its first ``count`` rows replaced by ``first``."""
+        return _shaped_like(tf.concat([first, tensor[count:]], axis=0), tensor)
 
 
 class BatchMajorInBlocks(BatchMajor):
@@ -104,6 +121,14 @@ class FeatureMajor:
     @staticmethod
     def prepare_bias(bias):
         return tf.expand_dims(bias, -1)
+
+    @staticmethod
+    def first_rows(tensor, count):
+        return tensor[:, :count]
+
+    @staticmethod
+    def with_first_rows(first, tensor, count):
+        return _shaped_like(tf.concat([first, tensor[:, count:]], axis=1), tensor)
 
 
 class _Kernel:
@@ -298,7 +323,7 @@ def _step_reader(sequence):
 
 
 def _forward_loop(cell, step_input, steps, states, weights, mask_steps, zero_output_for_mask,
-                  record_history, record_outputs=True, layout=BatchMajor):
+                  record_history, record_outputs=True, layout=BatchMajor, active_counts=None):
     """The forward recurrence; ``step_input(t)`` gives the projected input of step t.
 
     Returns ``(outputs [T, ...], last_output, final_states, states_after, saved)``.
@@ -306,6 +331,10 @@ def _forward_loop(cell, step_input, steps, states, weights, mask_steps, zero_out
     states and saved gate activations, for the backward pass) are empty unless
     ``record_history``. Without a mask the output is the first state, so that
     state is not recorded twice.
+
+    ``active_counts [T]`` (inference, instead of ``mask_steps``): step t computes the
+    first ``active_counts[t]`` rows only, ``step_input(t, count)`` their projected
+    input; the other rows are masked (``_in_packed_rows``).
     """
     dtype = states[0].dtype
     zero_output = tf.zeros_like(states[0])
@@ -321,10 +350,19 @@ def _forward_loop(cell, step_input, steps, states, weights, mask_steps, zero_out
         saved_tas = (_tensor_array(dtype, steps, saved_like),)
 
     def body(t, previous_output, states, outputs_ta, states_tas, saved_tas):
-        candidate, saved = cell.forward(step_input(t), list(states), weights, layout)
-        if mask_steps is None:
+        if active_counts is not None:
+            count = active_counts[t]
+            candidate, saved = cell.forward(step_input(t, count),
+                                            [layout.first_rows(s, count) for s in states],
+                                            weights, layout)
+            new_states = [layout.with_first_rows(c, s, count) for c, s in zip(candidate, states)]
+            fallback = zero_output if zero_output_for_mask else previous_output
+            output = layout.with_first_rows(candidate[0], fallback, count)
+        elif mask_steps is None:
+            candidate, saved = cell.forward(step_input(t), list(states), weights, layout)
             new_states, output = candidate, candidate[0]
         else:
+            candidate, saved = cell.forward(step_input(t), list(states), weights, layout)
             keep = mask_steps[t]
             new_states = [tf.where(keep, c, s) for c, s in zip(candidate, states)]
             fallback = zero_output if zero_output_for_mask else previous_output
@@ -478,26 +516,87 @@ def inference_in_layout(layout, kind, sequences, input_kernel, input_bias, recur
     """``run_inference`` in a given layout: ``FeatureMajor`` (states ``[units, batch]``,
     each step's input projection inside the loop) or ``BatchMajor`` and
     ``BatchMajorInBlocks`` (states ``[batch, units]``, the projection of every step done
-    first, as one product)."""
+    first, as one product). A batch of padded sequences computes their real steps only
+    (``_in_packed_rows``)."""
+    loop = functools.partial(_inference_loop, layout, kind, input_kernel, input_bias,
+                             recurrent_kernel, recurrent_bias, zero_output_for_mask,
+                             return_sequences)
+    # A static batch of one (TFLite's trace) keeps every loop shape static.
+    if mask is None or sequences.shape[1] == 1:
+        return loop(sequences, initial_states, mask)
+    return _in_packed_rows(loop, sequences, initial_states, mask)
+
+
+def _in_packed_rows(loop, sequences, initial_states, mask):
+    """``loop(sequences, initial_states, mask)`` (``_inference_loop``), each step computing
+    only the sequences that are real at that step, as PyTorch's packed sequences do.
+
+    Ordered by their number of real steps, most first, padded sequences (at their end,
+    or at their start: a backward layer's reversed ones) are real at every step in a
+    first block of rows: the loop computes those (``active_counts``) and carries the
+    rest as the mask would. Where that order does not make each step's real sequences
+    a first block (some masks with gaps), the loop runs masked, as before. The same
+    numbers, to float32's rounding (tested against Keras' layers). For 64 of the zh->en
+    test sentences (4 to 19 pieces) the encoder's steps compute 49% of the rows they
+    did (docs/benchmarks.md).
+    """
+    mask = tf.cast(mask, tf.bool)
+    order = tf.argsort(tf.reduce_sum(tf.cast(mask, tf.int32), axis=0), direction="DESCENDING",
+                       stable=True)
+    ordered_mask = tf.gather(mask, order, axis=1)
+    counts = tf.reduce_sum(tf.cast(ordered_mask, tf.int32), axis=1)
+    first_rows = tf.range(tf.shape(mask)[1]) < tf.expand_dims(counts, 1)
+    packable = tf.reduce_all(tf.equal(ordered_mask, first_rows))
+
+    def without_none(outputs, last_output, states):  # tf.cond wants tensors
+        return (() if outputs is None else outputs), last_output, states
+
+    def packed():
+        outputs, last_output, states = loop(
+            tf.gather(sequences, order, axis=1), [tf.gather(s, order) for s in initial_states],
+            None, counts)
+        back = tf.math.invert_permutation(order)
+        return without_none(None if outputs is None else tf.gather(outputs, back, axis=1),
+                            tf.gather(last_output, back), [tf.gather(s, back) for s in states])
+
+    outputs, last_output, states = tf.cond(
+        packable, packed, lambda: without_none(*loop(sequences, initial_states, mask)))
+    return (None if isinstance(outputs, tuple) else outputs), last_output, list(states)
+
+
+def _inference_loop(layout, kind, input_kernel, input_bias, recurrent_kernel, recurrent_bias,
+                    zero_output_for_mask, return_sequences, sequences, initial_states, mask,
+                    active_counts=None):
+    """``inference_in_layout``'s loop; with ``active_counts`` (``_in_packed_rows``) instead
+    of ``mask``."""
     cell = KERNELS[kind]
     dtype = initial_states[0].dtype  # the states' and the gates' (float32 under mixed precision)
     steps = tf.shape(sequences)[0]
     if recurrent_bias is None:
         recurrent_bias = tf.zeros([recurrent_kernel.shape[-1]], dtype)
     weights = _loop_weights(kind, recurrent_kernel, recurrent_bias, layout)
+    mask_steps = None
     if layout is FeatureMajor:
-        step_input = _projection_in_loop(sequences, input_kernel, input_bias, dtype)
+        if active_counts is None:
+            step_input = _projection_in_loop(sequences, input_kernel, input_bias, dtype)
+        else:
+            step_input = _projection_of_first_rows(sequences, input_kernel, input_bias, dtype)
         initial_states = [tf.transpose(s) for s in initial_states]
-        mask_steps = None if mask is None else tf.expand_dims(tf.cast(mask, tf.bool), 1)  # [T, 1, B]
+        if mask is not None:
+            mask_steps = tf.expand_dims(tf.cast(mask, tf.bool), 1)  # [T, 1, B]
     else:
         projected = tf.cast(tf.matmul(sequences, input_kernel), dtype)
         projected = projected if input_bias is None else projected + input_bias
         step_input = _step_reader(projected)
-        mask_steps = None if mask is None else tf.expand_dims(tf.cast(mask, tf.bool), -1)
+        if active_counts is not None:
+            def step_input(t, count):
+                return projected[t][:count]  # a view, as ``_step_reader``'s
+        if mask is not None:
+            mask_steps = tf.expand_dims(tf.cast(mask, tf.bool), -1)
     outputs, last_output, final_states, _, _ = _forward_loop(
         cell, step_input, steps, list(initial_states), weights, mask_steps,
         zero_output_for_mask, record_history=False, record_outputs=return_sequences,
-        layout=layout,
+        layout=layout, active_counts=active_counts,
     )
     if layout is not FeatureMajor:
         return outputs, last_output, final_states
@@ -516,6 +615,20 @@ def _projection_in_loop(sequences, input_kernel, input_bias, dtype):
 
     def step_input(t):
         projected = tf.cast(tf.matmul(input_kernel_t, inputs_ta.read(t)), dtype)
+        return projected if input_bias is None else projected + input_bias
+
+    return step_input
+
+
+def _projection_of_first_rows(sequences, input_kernel, input_bias, dtype):
+    """``step_input(t, count)``: step t's input projection of the first ``count`` rows of
+    the time-major ``sequences``, feature-major ``[gates * units, count]``, in ``dtype``."""
+    input_kernel_t = tf.transpose(input_kernel)
+    input_bias = None if input_bias is None else FeatureMajor.prepare_bias(input_bias)
+
+    def step_input(t, count):
+        projected = tf.cast(tf.matmul(input_kernel_t, sequences[t][:count], transpose_b=True),
+                            dtype)
         return projected if input_bias is None else projected + input_bias
 
     return step_input
