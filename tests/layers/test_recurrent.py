@@ -301,18 +301,31 @@ def test_config_round_trip_and_keras_file(name, tmp_path, rng):
 @TENSORFLOW_ONLY
 @pytest.mark.parametrize("case", CASES[:4], ids=_case_id)
 @pytest.mark.parametrize("training", [False, True])
-def test_unknown_batch_and_time_in_a_graph(case, training, rng):
-    name, kwargs = case
-    ours, theirs = _pair(name, return_sequences=True, return_state=True, **kwargs)
-    inputs = rng.normal(size=(3, 7, 5)).astype("float32")
-    mask = _masks()["arbitrary"]
-    ours(inputs)
-    theirs(inputs)
-    theirs.set_weights(ours.get_weights())
+@pytest.mark.parametrize("mask_name", ["arbitrary", "right_padded_unordered"])
+def test_unknown_batch_and_time_in_a_graph(case, training, mask_name, rng):
     import tensorflow as tf
 
     signature = [tf.TensorSpec([None, None, 5], tf.float32), tf.TensorSpec([None, None], tf.bool)]
-    graph_ours = tf.function(lambda x, m: ours(x, mask=m, training=training),
-                             input_signature=signature)
+    _assert_graph_matches_keras(case, mask_name, training, rng, input_signature=signature)
+
+
+@TENSORFLOW_ONLY
+@pytest.mark.parametrize("case", CASES[:4], ids=_case_id)
+def test_padded_sequences_in_a_graph_that_xla_compiles(case, rng):
+    """XLA needs every loop shape static: there the inference loop runs masked."""
+    _assert_graph_matches_keras(case, "right_padded_unordered", False, rng, jit_compile=True)
+
+
+def _assert_graph_matches_keras(case, mask_name, training, rng, **function_options):
+    import tensorflow as tf
+
+    name, kwargs = case
+    ours, theirs = _pair(name, return_sequences=True, return_state=True, **kwargs)
+    inputs = rng.normal(size=(3, 7, 5)).astype("float32")
+    mask = _masks()[mask_name]
+    ours(inputs)
+    theirs(inputs)
+    theirs.set_weights(ours.get_weights())
+    graph_ours = tf.function(lambda x, m: ours(x, mask=m, training=training), **function_options)
     for a, b in zip(graph_ours(inputs, mask), theirs(inputs, mask=mask, training=training)):
         np.testing.assert_allclose(a, b, atol=1e-5)

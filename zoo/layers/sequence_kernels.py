@@ -521,10 +521,18 @@ def inference_in_layout(layout, kind, sequences, input_kernel, input_bias, recur
     loop = functools.partial(_inference_loop, layout, kind, input_kernel, input_bias,
                              recurrent_kernel, recurrent_bias, zero_output_for_mask,
                              return_sequences)
-    # A static batch of one (TFLite's trace) keeps every loop shape static.
-    if mask is None or sequences.shape[1] == 1:
+    # Every loop shape static where a static batch of one is traced (TFLite) and where
+    # XLA compiles (Keras' jit_compile): it needs them so.
+    if mask is None or sequences.shape[1] == 1 or _compiled_by_xla():
         return loop(sequences, initial_states, mask)
     return _in_packed_rows(loop, sequences, initial_states, mask)
+
+
+def _compiled_by_xla():
+    """Whether the graph being traced is compiled by XLA (``jit_compile=True``)."""
+    from tensorflow.python.ops import control_flow_util  # what tf.while_loop asks too
+
+    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
 
 
 def _in_packed_rows(loop, sequences, initial_states, mask):
