@@ -595,8 +595,9 @@ def _inference_loop(layout, kind, input_kernel, input_bias, recurrent_kernel, re
     else:
         projected = tf.cast(tf.matmul(sequences, input_kernel), dtype)
         projected = projected if input_bias is None else projected + input_bias
-        step_input = _step_reader(projected)
-        if active_counts is not None:
+        if active_counts is None:
+            step_input = _step_reader(projected)
+        else:
             def step_input(t, count):
                 return projected[t][:count]  # a view, as ``_step_reader``'s
         if mask is not None:
