@@ -350,23 +350,21 @@ def _forward_loop(cell, step_input, steps, states, weights, mask_steps, zero_out
         saved_tas = (_tensor_array(dtype, steps, saved_like),)
 
     def body(t, previous_output, states, outputs_ta, states_tas, saved_tas):
+        # ``masked(new, old)``: the step's values where it computed, ``old`` elsewhere.
         if active_counts is not None:
             count = active_counts[t]
             candidate, saved = cell.forward(step_input(t, count),
                                             [layout.first_rows(s, count) for s in states],
                                             weights, layout)
-            new_states = [layout.with_first_rows(c, s, count) for c, s in zip(candidate, states)]
-            fallback = zero_output if zero_output_for_mask else previous_output
-            output = layout.with_first_rows(candidate[0], fallback, count)
-        elif mask_steps is None:
-            candidate, saved = cell.forward(step_input(t), list(states), weights, layout)
-            new_states, output = candidate, candidate[0]
+            masked = functools.partial(layout.with_first_rows, count=count)
         else:
             candidate, saved = cell.forward(step_input(t), list(states), weights, layout)
-            keep = mask_steps[t]
-            new_states = [tf.where(keep, c, s) for c, s in zip(candidate, states)]
-            fallback = zero_output if zero_output_for_mask else previous_output
-            output = tf.where(keep, candidate[0], fallback)
+            masked = None if mask_steps is None else functools.partial(tf.where, mask_steps[t])
+        if masked is None:
+            new_states, output = candidate, candidate[0]
+        else:
+            new_states = [masked(c, s) for c, s in zip(candidate, states)]
+            output = masked(candidate[0], zero_output if zero_output_for_mask else previous_output)
         if record_outputs:
             outputs_ta = outputs_ta.write(t, output)
         states_tas = tuple(ta.write(t, new_states[i]) for ta, i in zip(states_tas, recorded_states))
@@ -474,14 +472,20 @@ def run_inference(kind, sequences, input_kernel, input_bias, recurrent_kernel,
     if batch is not None or threshold in (kernel_choice.NEVER, 1):
         return run(kernel_choice.layout_for_batch(choice, batch or 1))
 
-    def without_none(layout_name):  # tf.cond wants tensors: no outputs becomes ()
-        outputs, last_output, states = run(layout_name)
+    return _loop_cond(tf.shape(sequences)[1] >= threshold, lambda: run("feature_major"),
+                      lambda: run(kernel_choice.layout_for_batch(choice, 1)))
+
+
+def _loop_cond(predicate, run_if_true, run_if_false):
+    """``tf.cond`` between two inference runs, each returning ``(outputs or None,
+    last_output, states)``."""
+
+    def with_tensors(run):  # tf.cond wants tensors: no outputs becomes ()
+        outputs, last_output, states = run()
         return (() if outputs is None else outputs), last_output, states
 
-    outputs, last_output, states = tf.cond(
-        tf.shape(sequences)[1] >= threshold,
-        lambda: without_none("feature_major"),
-        lambda: without_none(kernel_choice.layout_for_batch(choice, 1)))
+    outputs, last_output, states = tf.cond(predicate, lambda: with_tensors(run_if_true),
+                                           lambda: with_tensors(run_if_false))
     return (None if isinstance(outputs, tuple) else outputs), last_output, list(states)
 
 
@@ -556,20 +560,15 @@ def _in_packed_rows(loop, sequences, initial_states, mask):
     first_rows = tf.range(tf.shape(mask)[1]) < tf.expand_dims(counts, 1)
     packable = tf.reduce_all(tf.equal(ordered_mask, first_rows))
 
-    def without_none(outputs, last_output, states):  # tf.cond wants tensors
-        return (() if outputs is None else outputs), last_output, states
-
     def packed():
         outputs, last_output, states = loop(
             tf.gather(sequences, order, axis=1), [tf.gather(s, order) for s in initial_states],
             None, counts)
         back = tf.math.invert_permutation(order)
-        return without_none(None if outputs is None else tf.gather(outputs, back, axis=1),
-                            tf.gather(last_output, back), [tf.gather(s, back) for s in states])
+        return (None if outputs is None else tf.gather(outputs, back, axis=1),
+                tf.gather(last_output, back), [tf.gather(s, back) for s in states])
 
-    outputs, last_output, states = tf.cond(
-        packable, packed, lambda: without_none(*loop(sequences, initial_states, mask)))
-    return (None if isinstance(outputs, tuple) else outputs), last_output, list(states)
+    return _loop_cond(packable, packed, lambda: loop(sequences, initial_states, mask))
 
 
 def _inference_loop(layout, kind, input_kernel, input_bias, recurrent_kernel, recurrent_bias,
@@ -585,10 +584,8 @@ def _inference_loop(layout, kind, input_kernel, input_bias, recurrent_kernel, re
     weights = _loop_weights(kind, recurrent_kernel, recurrent_bias, layout)
     mask_steps = None
     if layout is FeatureMajor:
-        if active_counts is None:
-            step_input = _projection_in_loop(sequences, input_kernel, input_bias, dtype)
-        else:
-            step_input = _projection_of_first_rows(sequences, input_kernel, input_bias, dtype)
+        step_input = _projection_in_loop(sequences, input_kernel, input_bias, dtype,
+                                         first_rows=active_counts is not None)
         initial_states = [tf.transpose(s) for s in initial_states]
         if mask is not None:
             mask_steps = tf.expand_dims(tf.cast(mask, tf.bool), 1)  # [T, 1, B]
@@ -614,33 +611,23 @@ def _inference_loop(layout, kind, input_kernel, input_bias, recurrent_kernel, re
     return outputs, tf.transpose(last_output), [tf.transpose(s) for s in final_states]
 
 
-def _projection_in_loop(sequences, input_kernel, input_bias, dtype):
+def _projection_in_loop(sequences, input_kernel, input_bias, dtype, first_rows=False):
     """``step_input(t)``: step t's input projection, feature-major ``[gates * units, B]``,
-    in ``dtype`` (the states')."""
+    in ``dtype`` (the states'); with ``first_rows``, ``step_input(t, count)``: that of
+    the first ``count`` rows (``[gates * units, count]``)."""
     input_kernel_t = tf.transpose(input_kernel)
     input_bias = None if input_bias is None else FeatureMajor.prepare_bias(input_bias)
+
+    def projection(product):
+        projected = tf.cast(product, dtype)
+        return projected if input_bias is None else projected + input_bias
+
+    if first_rows:
+        return lambda t, count: projection(
+            tf.matmul(input_kernel_t, sequences[t][:count], transpose_b=True))
     inputs_ta = _tensor_array(sequences.dtype, tf.shape(sequences)[0],
                               tf.transpose(sequences[0])).unstack(tf.transpose(sequences, (0, 2, 1)))
-
-    def step_input(t):
-        projected = tf.cast(tf.matmul(input_kernel_t, inputs_ta.read(t)), dtype)
-        return projected if input_bias is None else projected + input_bias
-
-    return step_input
-
-
-def _projection_of_first_rows(sequences, input_kernel, input_bias, dtype):
-    """``step_input(t, count)``: step t's input projection of the first ``count`` rows of
-    the time-major ``sequences``, feature-major ``[gates * units, count]``, in ``dtype``."""
-    input_kernel_t = tf.transpose(input_kernel)
-    input_bias = None if input_bias is None else FeatureMajor.prepare_bias(input_bias)
-
-    def step_input(t, count):
-        projected = tf.cast(tf.matmul(input_kernel_t, sequences[t][:count], transpose_b=True),
-                            dtype)
-        return projected if input_bias is None else projected + input_bias
-
-    return step_input
+    return lambda t: projection(tf.matmul(input_kernel_t, inputs_ta.read(t)))
 
 
 def _backward_loop(cell, d_outputs, d_final_states, states, states_after, saved_all, weights,
