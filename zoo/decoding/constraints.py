@@ -5,6 +5,7 @@ start)."""
 from keras import ops
 
 from zoo import backend
+from zoo.decoding.sampling import argmax
 
 NEG_INF = -1e9  # finite, so that scores never become NaN
 
@@ -71,13 +72,53 @@ class OutputRules:
             scores = ops.where(forcing, only_given, scores)
         return scores
 
+    def best(self, t, scores, history, search, special_ids):
+        """``[N]`` int32: each row's best token under the rules, ``argmax(apply(...))``
+        (one row per sentence; scores above ``NEG_INF``, as a model's logits are).
+
+        On TensorFlow with a Python int n (greedy search in ``translate``'s graph), the
+        banned tokens are written into the scores of the rows whose best token is one of
+        them, not of all rows: ``tensor_scatter_nd_update`` copies its input on the CPU
+        (it asks for host memory, which a CPU op's output is not marked as), and that
+        copy of every row's logits was a tenth of a greedy search of 64 sentences.
+        """
+        if not (backend.is_tensorflow() and isinstance(self.no_repeat_ngram_size, int)):
+            return argmax(self.apply(t, scores, history, search, special_ids))
+        import tensorflow as tf
+
+        tokens, banned = self._banned_pairs(t, scores, history, search, special_ids, 1)
+        best = argmax(scores)
+        clashes = tf.logical_and(tf.equal(tokens, best[:, None]), banned)
+        rows = tf.cast(tf.reshape(tf.where(tf.reduce_any(clashes, 1)), [-1]), tf.int32)
+        written = _write_banned(tf.gather(scores, rows), tf.gather(tokens, rows),
+                                tf.gather(banned, rows))
+        best = tf.tensor_scatter_nd_update(best, rows[:, None], argmax(written))
+        if "rule_end_lengths" in search:  # only [END]; every score NEG_INF if it is banned
+            end_banned = tf.reduce_any(
+                tf.logical_and(tf.equal(tokens, special_ids.end), banned), 1)
+            best = tf.where(t >= search["rule_end_lengths"],
+                            tf.where(end_banned, 0, special_ids.end), best)
+        if "rule_prefix" in search:
+            prefix = search["rule_prefix"]
+            width = tf.shape(prefix)[1]
+            given = tf.gather(prefix, tf.minimum(t, width - 1), axis=1)
+            best = tf.where(tf.logical_and(t < width, tf.not_equal(given, special_ids.pad)),
+                            given, best)
+        return best
+
     def _ban_in_place(self, t, scores, history, search, special_ids, rows_per_sentence):
         """The n-gram rule of a Python int n, and the least length, on TensorFlow eagerly
         or in ``translate``'s graph: the few banned (row, token) pairs written into
-        ``scores`` by one ``tensor_scatter_nd_update``, which reuses its buffer, instead
-        of a scatter into zeros over ``[N, V]``, two masks and two selects (beam 5 over
-        64 sentences: 1.06x, 1.02-1.09, on a 2-core AMD EPYC). Not for an export:
+        ``scores`` (``_write_banned``: a copy of ``scores`` on the CPU, see ``best``),
+        instead of a scatter into zeros over ``[N, V]``, two masks and two selects (beam 5
+        over 64 sentences: 1.06x, 1.02-1.09, on a 2-core AMD EPYC). Not for an export:
         TFLite's builtins have no ``TensorScatterNdUpdate`` (an export's n is a tensor)."""
+        return _write_banned(scores, *self._banned_pairs(t, scores, history, search,
+                                                         special_ids, rows_per_sentence))
+
+    def _banned_pairs(self, t, scores, history, search, special_ids, rows_per_sentence):
+        """``(tokens, banned)``, both ``[N, P]``: the tokens the n-gram rule of a Python
+        int n and the least length may ban at step ``t``, and whether each row does."""
         import tensorflow as tf
 
         following, repeats = repeated_ngrams(history, t, self.no_repeat_ngram_size)
@@ -86,12 +127,19 @@ class OutputRules:
             too_short = t < _per_row(search["rule_min_lengths"], rows_per_sentence)
             tokens.append(tf.fill([tf.shape(scores)[0], 1], special_ids.end))
             banned.append(too_short[:, None])
-        tokens, banned = tf.concat(tokens, 1), tf.concat(banned, 1)
-        rows = tf.broadcast_to(tf.range(tf.shape(tokens)[0])[:, None], tf.shape(tokens))
-        pairs = tf.boolean_mask(tf.stack([rows, tokens], -1), banned)
-        # a pair may come twice (one token after two n-grams): both write the same value
-        return tf.tensor_scatter_nd_update(
-            scores, pairs, tf.fill(tf.shape(pairs)[:1], tf.constant(NEG_INF, scores.dtype)))
+        return tf.concat(tokens, 1), tf.concat(banned, 1)
+
+
+def _write_banned(scores, tokens, banned):
+    """``scores [N, V]`` with ``NEG_INF`` at each row's ``tokens [N, P]`` where ``banned
+    [N, P]``, by one ``tensor_scatter_nd_update`` (TensorFlow)."""
+    import tensorflow as tf
+
+    rows = tf.broadcast_to(tf.range(tf.shape(tokens)[0])[:, None], tf.shape(tokens))
+    pairs = tf.boolean_mask(tf.stack([rows, tokens], -1), banned)
+    # a pair may come twice (one token after two n-grams): both write the same value
+    return tf.tensor_scatter_nd_update(
+        scores, pairs, tf.fill(tf.shape(pairs)[:1], tf.constant(NEG_INF, scores.dtype)))
 
 
 def _per_row(values, rows_per_sentence):

@@ -28,7 +28,11 @@ class Greedy:
         self.stop_at_end, self.rules, self.special_ids = stop_at_end, rules, special_ids
 
     def choose(self, t, logits, search):
-        return argmax(logits)
+        """``[N]`` int32: each row's token, under the rules when there are some."""
+        if self.rules is None:
+            return argmax(logits)
+        return self.rules.best(t, ops.cast(logits, "float32"), self._produced(search), search,
+                               self.special_ids)
 
     def expand(self, state):
         return state
@@ -44,9 +48,6 @@ class Greedy:
         return search
 
     def advance(self, t, logits, attention, search):
-        if self.rules is not None:
-            logits = self.rules.apply(t, ops.cast(logits, "float32"), self._produced(search),
-                                      search, self.special_ids)
         tokens = ops.where(search["finished"], self.special_ids.pad, self.choose(t, logits, search))
         finished = ops.logical_or(search["finished"], t + 1 >= search["max_lengths"])
         if self.stop_at_end:
@@ -94,6 +95,9 @@ class Sampling(Greedy):
         return search
 
     def choose(self, t, logits, search):
+        if self.rules is not None:
+            logits = self.rules.apply(t, ops.cast(logits, "float32"), self._produced(search),
+                                      search, self.special_ids)
         uniform = None if self.uniforms is None else ops.take(search["uniforms"], t, axis=1)
         return sample(logits, self.temperature, self.seed, t, self.top_k, self.top_p,
                       search["row_ids"], uniform)
