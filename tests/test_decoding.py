@@ -506,9 +506,10 @@ def test_repeated_ngrams_agree_with_a_count_by_hand_for_an_int_or_a_tensor_n(row
 def test_rules_written_in_place_equal_the_masked_rules(rows, t, n, least, most, prefixed,
                                                        rows_per_sentence):
     """A Python int n bans its tokens (and the least length its [END]) by writing them
-    into the scores on TensorFlow; a tensor n (an export's) masks: the same scores. With
-    one row per sentence, ``best`` (greedy's choice, which a Python int n finds without
-    writing the scores) is their argmax, the first of equal scores."""
+    into the scores on TensorFlow; a tensor n (an export's) masks: the same scores. What
+    ``select`` picks from them (greedy's best token, beam's best extensions; a Python int
+    n writes its bans only where a pick is banned) is what a pick from these scores is,
+    the first of equal scores first."""
     rows = rows[: len(rows) // rows_per_sentence * rows_per_sentence]
     sentences = len(rows) // rows_per_sentence
     # whole numbers: equal scores in most rows, the first of them is the argmax
@@ -524,25 +525,39 @@ def test_rules_written_in_place_equal_the_masked_rules(rows, t, n, least, most, 
         rules = decoding.OutputRules(size, per_sentence(least), per_sentence(most), prefix)
         applied.append(rules.apply(tf.constant(t), scores, tf.constant(rows), rules.initial(),
                                    IDS, rows_per_sentence).numpy())
-        if rows_per_sentence == 1:
-            best = rules.best(tf.constant(t), scores, tf.constant(rows), rules.initial(), IDS)
-            np.testing.assert_array_equal(best.numpy(), np.argmax(applied[-1], axis=1))
+        picks = _top_picks(rows_per_sentence, 2 * rows_per_sentence - 1)
+        selected = rules.select(picks, tf.constant(t), scores, tf.constant(rows),
+                                rules.initial(), IDS, rows_per_sentence)
+        for got, expected in zip(selected, picks(tf.constant(applied[-1]), None)):
+            np.testing.assert_array_equal(got.numpy(), expected.numpy())
     np.testing.assert_array_equal(*applied)
     if n and not prefixed and least is None and most is None:  # the n-gram rule alone
         banned = [sorted(_banned_by_hand(row, t, n)) for row in rows]
         assert [np.flatnonzero(row == NEG_INF).tolist() for row in applied[0]] == banned
 
 
-def test_best_is_the_first_token_when_the_rules_ban_every_token():
+def _top_picks(rows_per_sentence, count):
+    """A strategy's ``select`` for ``OutputRules.select``: each sentence's ``count`` best
+    scores over its rows, ``(indices, values)``."""
+    def picks(scores, sentences):
+        by_sentence = tf.reshape(scores, [-1, rows_per_sentence * scores.shape[1]])
+        values, indices = tf.math.top_k(by_sentence, count)
+        return indices, values
+
+    return picks
+
+
+def test_a_pick_is_the_first_token_when_the_rules_ban_every_token():
     """A vocabulary of two tokens, both already written: no repeated 1-gram bans both,
-    every score is NEG_INF, and ``best`` gives the first, as their argmax does."""
+    every score is NEG_INF, and greedy's pick is the first, as their argmax is."""
     rules = decoding.OutputRules(1)
     history = tf.constant([[1, 0, PAD_ID], [1, PAD_ID, PAD_ID]])
     scores = tf.constant([[0.3, 0.9], [0.3, 0.9]])
     applied = rules.apply(tf.constant(2), scores, history, {}, IDS)
     assert applied.numpy().tolist()[0] == [NEG_INF, NEG_INF]
-    best = rules.best(tf.constant(2), scores, history, {}, IDS)
-    assert best.numpy().tolist() == [0, 0] == np.argmax(applied.numpy(), 1).tolist()
+    picked, values = rules.select(_top_picks(1, 1), tf.constant(2), scores, history, {}, IDS)
+    assert picked.numpy().tolist() == [[0], [0]] == np.argmax(applied.numpy(), 1)[:, None].tolist()
+    assert values.numpy().tolist() == [[NEG_INF], [NEG_INF]]
 
 
 def _ngrams(tokens, n):

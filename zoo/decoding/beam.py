@@ -99,14 +99,24 @@ class Beam:
         batch_offsets = ops.expand_dims(ops.arange(batch_size, dtype="int32") * k, 1)  # [B, 1]
         log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
         vocab_size = ops.shape(log_probs)[-1]
-        if self.rules is not None:
+
+        def best_extensions(log_probs, sentences):
+            """The 2K best extensions ``(flat_index [B, 2K] over K x V, scores)`` of these
+            sentences (None: all)."""
+            alive = search["alive_scores"]
+            if sentences is not None:
+                alive = ops.take(alive, sentences, axis=0)
+            candidates = ops.expand_dims(alive, -1) + ops.reshape(log_probs, (-1, k, vocab_size))
+            scores, flat_index = top_k_by_chunks(ops.reshape(candidates, (-1, k * vocab_size)),
+                                                 doubled)
+            return ops.cast(flat_index, "int32"), scores
+
+        if self.rules is None:
+            flat_index, scores = best_extensions(log_probs, None)
+        else:
             produced = ops.reshape(search["alive_tokens"], (batch_size * k, -1))
-            log_probs = self.rules.apply(t, log_probs, produced, search, self.special_ids, k)
-        candidates = ops.expand_dims(search["alive_scores"], -1) + ops.reshape(
-            log_probs, (batch_size, k, vocab_size))
-        scores, flat_index = top_k_by_chunks(ops.reshape(candidates, (batch_size, k * vocab_size)),
-                                             doubled)
-        flat_index = ops.cast(flat_index, "int32")
+            flat_index, scores = self.rules.select(best_extensions, t, log_probs, produced,
+                                                   search, self.special_ids, k)
         parent = ops.floor_divide(flat_index, vocab_size)  # [B, 2K]
         token = ops.mod(flat_index, vocab_size)
         # The 2K extensions, each with its parent's past.

@@ -5,7 +5,6 @@ start)."""
 from keras import ops
 
 from zoo import backend
-from zoo.decoding.sampling import argmax
 
 NEG_INF = -1e9  # finite, so that scores never become NaN
 
@@ -39,16 +38,19 @@ class OutputRules:
         return {"rule_" + name: ops.cast(values, "int32")
                 for name, values in self.per_sentence.items() if values is not None}
 
-    def apply(self, t, scores, history, search, special_ids, rows_per_sentence=1):
+    def apply(self, t, scores, history, search, special_ids, rows_per_sentence=1, bans=True):
         """``scores [N, V]`` with what step ``t`` may not choose set to ``NEG_INF``;
         ``history [N, max_length]``: each row's tokens, its first ``t`` written;
-        ``special_ids``: the strategy's ``SpecialIds`` (its end, and the prefix's pad)."""
+        ``special_ids``: the strategy's ``SpecialIds`` (its end, and the prefix's pad).
+        ``bans=False``: without the bans that ``select`` writes afterwards, where it
+        does."""
         unruled, vocabulary = scores, ops.arange(ops.shape(scores)[-1])
         n = self.no_repeat_ngram_size
-        in_place = backend.is_tensorflow() and isinstance(n, int)
+        in_place = self._bans_in_place
         if in_place:
-            scores = self._ban_in_place(t, scores, history, search, special_ids,
-                                        rows_per_sentence)
+            if bans:
+                scores = self._ban_in_place(t, scores, history, search, special_ids,
+                                            rows_per_sentence)
         elif n is not None:
             scores = ops.where(repeated_ngram_tokens(history, t, n, ops.shape(scores)[-1]),
                                NEG_INF, scores)
@@ -72,49 +74,67 @@ class OutputRules:
             scores = ops.where(forcing, only_given, scores)
         return scores
 
-    def best(self, t, scores, history, search, special_ids):
-        """``[N]`` int32: each row's best token under the rules, ``argmax(apply(...))``
-        (one row per sentence; scores above ``NEG_INF``, as a model's logits are).
+    def select(self, select, t, scores, history, search, special_ids, rows_per_sentence=1):
+        """``select(apply(...), None)``: a strategy's choice under the rules.
 
-        On TensorFlow with a Python int n (greedy search in ``translate``'s graph), the
-        banned tokens are written into the scores of the rows whose best token is one of
-        them, not of all rows: ``tensor_scatter_nd_update`` copies its input on the CPU
-        (it asks for host memory, which a CPU op's output is not marked as), and that
-        copy of every row's logits was a tenth of a greedy search of 64 sentences.
+        ``select(scores [N, V], sentences) -> (chosen, *rest)``, all ``[B, ...]`` per
+        sentence; ``chosen [B, C]``: the scores each sentence picked, as indices into its
+        rows' scores laid end to end (row within the sentence * V + token).
+        ``sentences``: None for all, else ``[M]``, the sentences of ``scores``' rows.
+
+        On TensorFlow with a Python int n, ``select`` first sees the scores without the
+        n-gram and least-length bans; the sentences that picked a banned token select
+        again from their rows' scores with the bans written. The same choice, the same
+        scores: writing ``NEG_INF`` over scores left unpicked (scores above it, as a
+        model's logits and log-probabilities are) changes no pick. It spares copying
+        every row's scores: ``tensor_scatter_nd_update`` copies its input on the CPU (it
+        asks for host memory, which a CPU op's output is not marked as), and that copy
+        of the logits was a tenth of a greedy search of 64 sentences.
         """
-        if not (backend.is_tensorflow() and isinstance(self.no_repeat_ngram_size, int)):
-            return argmax(self.apply(t, scores, history, search, special_ids))
+        if not self._bans_in_place:
+            return select(self.apply(t, scores, history, search, special_ids,
+                                     rows_per_sentence), None)
         import tensorflow as tf
 
-        tokens, banned = self._banned_pairs(t, scores, history, search, special_ids, 1)
-        best = argmax(scores)
-        clashes = tf.logical_and(tf.equal(tokens, best[:, None]), banned)
-        rows = tf.cast(tf.reshape(tf.where(tf.reduce_any(clashes, 1)), [-1]), tf.int32)
-        written = _write_banned(tf.gather(scores, rows), tf.gather(tokens, rows),
-                                tf.gather(banned, rows))
-        best = tf.tensor_scatter_nd_update(best, rows[:, None], argmax(written))
-        if "rule_end_lengths" in search:  # only [END]; every score NEG_INF if it is banned
-            end_banned = tf.reduce_any(
-                tf.logical_and(tf.equal(tokens, special_ids.end), banned), 1)
-            best = tf.where(t >= search["rule_end_lengths"],
-                            tf.where(end_banned, 0, special_ids.end), best)
-        if "rule_prefix" in search:
-            prefix = search["rule_prefix"]
-            width = tf.shape(prefix)[1]
-            given = tf.gather(prefix, tf.minimum(t, width - 1), axis=1)
-            best = tf.where(tf.logical_and(t < width, tf.not_equal(given, special_ids.pad)),
-                            given, best)
-        return best
+        picked = select(self.apply(t, scores, history, search, special_ids, rows_per_sentence,
+                                   bans=False), None)
+        k, vocab_size = rows_per_sentence, tf.shape(scores)[1]
+        tokens, banned = self._banned_pairs(t, scores, history, search, special_ids, k)
+        by_sentence = [tf.reshape(x, [-1, k, tf.shape(x)[1]]) for x in (tokens, banned)]
+        rows, chosen = picked[0] // vocab_size, picked[0] % vocab_size  # [B, C]
+        tokens, banned = [tf.gather(x, rows, batch_dims=1) for x in by_sentence]  # [B, C, P]
+        hits = tf.logical_and(tf.equal(tokens, chosen[:, :, None]), banned)
+        again = tf.cast(tf.reshape(tf.where(tf.reduce_any(hits, [1, 2])), [-1]), tf.int32)
+        rows = tf.reshape(again[:, None] * k + tf.range(k), [-1])
+        entries = {name: tf.gather(value, again) for name, value in search.items()
+                   if name.startswith("rule_")}
+        repicked = select(self.apply(t, tf.gather(scores, rows), tf.gather(history, rows),
+                                     entries, special_ids, k), again)
+        return tuple(tf.tensor_scatter_nd_update(first, again[:, None], second)
+                     for first, second in zip(picked, repicked))
+
+    @property
+    def _bans_in_place(self):
+        """The n-gram rule of a Python int n on TensorFlow: ``_ban_in_place``."""
+        return backend.is_tensorflow() and isinstance(self.no_repeat_ngram_size, int)
 
     def _ban_in_place(self, t, scores, history, search, special_ids, rows_per_sentence):
         """The n-gram rule of a Python int n, and the least length, on TensorFlow eagerly
         or in ``translate``'s graph: the few banned (row, token) pairs written into
-        ``scores`` (``_write_banned``: a copy of ``scores`` on the CPU, see ``best``),
-        instead of a scatter into zeros over ``[N, V]``, two masks and two selects (beam 5
-        over 64 sentences: 1.06x, 1.02-1.09, on a 2-core AMD EPYC). Not for an export:
-        TFLite's builtins have no ``TensorScatterNdUpdate`` (an export's n is a tensor)."""
-        return _write_banned(scores, *self._banned_pairs(t, scores, history, search,
-                                                         special_ids, rows_per_sentence))
+        ``scores`` by one ``tensor_scatter_nd_update`` (a copy of ``scores`` on the CPU:
+        see ``select``), instead of a scatter into zeros over ``[N, V]``, two masks and
+        two selects (beam 5 over 64 sentences: 1.06x, 1.02-1.09, on a 2-core AMD EPYC).
+        Not for an export: TFLite's builtins have no ``TensorScatterNdUpdate`` (an
+        export's n is a tensor)."""
+        import tensorflow as tf
+
+        tokens, banned = self._banned_pairs(t, scores, history, search, special_ids,
+                                            rows_per_sentence)
+        rows = tf.broadcast_to(tf.range(tf.shape(tokens)[0])[:, None], tf.shape(tokens))
+        pairs = tf.boolean_mask(tf.stack([rows, tokens], -1), banned)
+        # a pair may come twice (one token after two n-grams): both write the same value
+        return tf.tensor_scatter_nd_update(
+            scores, pairs, tf.fill(tf.shape(pairs)[:1], tf.constant(NEG_INF, scores.dtype)))
 
     def _banned_pairs(self, t, scores, history, search, special_ids, rows_per_sentence):
         """``(tokens, banned)``, both ``[N, P]``: the tokens the n-gram rule of a Python
@@ -128,18 +148,6 @@ class OutputRules:
             tokens.append(tf.fill([tf.shape(scores)[0], 1], special_ids.end))
             banned.append(too_short[:, None])
         return tf.concat(tokens, 1), tf.concat(banned, 1)
-
-
-def _write_banned(scores, tokens, banned):
-    """``scores [N, V]`` with ``NEG_INF`` at each row's ``tokens [N, P]`` where ``banned
-    [N, P]``, by one ``tensor_scatter_nd_update`` (TensorFlow)."""
-    import tensorflow as tf
-
-    rows = tf.broadcast_to(tf.range(tf.shape(tokens)[0])[:, None], tf.shape(tokens))
-    pairs = tf.boolean_mask(tf.stack([rows, tokens], -1), banned)
-    # a pair may come twice (one token after two n-grams): both write the same value
-    return tf.tensor_scatter_nd_update(
-        scores, pairs, tf.fill(tf.shape(pairs)[:1], tf.constant(NEG_INF, scores.dtype)))
 
 
 def _per_row(values, rows_per_sentence):

@@ -31,8 +31,10 @@ class Greedy:
         """``[N]`` int32: each row's token, under the rules when there are some."""
         if self.rules is None:
             return argmax(logits)
-        return self.rules.best(t, ops.cast(logits, "float32"), self._produced(search), search,
-                               self.special_ids)
+        chosen, = self.rules.select(lambda scores, sentences: (argmax(scores)[:, None],), t,
+                                    ops.cast(logits, "float32"), self._produced(search), search,
+                                    self.special_ids)
+        return chosen[:, 0]
 
     def expand(self, state):
         return state
