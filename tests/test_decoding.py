@@ -526,8 +526,8 @@ def test_rules_written_in_place_equal_the_masked_rules(rows, t, n, least, most, 
         applied.append(rules.apply(tf.constant(t), scores, tf.constant(rows), rules.initial(),
                                    IDS, rows_per_sentence).numpy())
         picks = _top_picks(rows_per_sentence, 2 * rows_per_sentence - 1)
-        selected = rules.select(picks, tf.constant(t), scores, tf.constant(rows),
-                                rules.initial(), IDS, rows_per_sentence)
+        selected = _select_over_rows_unknown(rules, picks, t, scores, tf.constant(rows),
+                                             rows_per_sentence)
         for got, expected in zip(selected, picks(tf.constant(applied[-1]), None)):
             np.testing.assert_array_equal(got.numpy(), expected.numpy())
     np.testing.assert_array_equal(*applied)
@@ -540,11 +540,24 @@ def _top_picks(rows_per_sentence, count):
     """A strategy's ``select`` for ``OutputRules.select``: each sentence's ``count`` best
     scores over its rows, ``(indices, values)``."""
     def picks(scores, sentences):
-        by_sentence = tf.reshape(scores, [-1, rows_per_sentence * scores.shape[1]])
+        by_sentence = tf.reshape(scores, [-1, rows_per_sentence * tf.shape(scores)[1]])
         values, indices = tf.math.top_k(by_sentence, count)
         return indices, values
 
     return picks
+
+
+def _select_over_rows_unknown(rules, picks, t, scores, history, rows_per_sentence=1):
+    """``rules.select`` in a graph that does not know the number of rows (a batch's
+    search: a Python int n picks in two passes there)."""
+    unknown = [tf.TensorSpec([None, None], scores.dtype), tf.TensorSpec([None, None], tf.int32)]
+
+    @tf.function(input_signature=unknown)
+    def select(scores, history):
+        return rules.select(picks, tf.constant(t), scores, history, rules.initial(), IDS,
+                            rows_per_sentence)
+
+    return select(scores, history)
 
 
 def test_a_pick_is_the_first_token_when_the_rules_ban_every_token():
@@ -555,7 +568,7 @@ def test_a_pick_is_the_first_token_when_the_rules_ban_every_token():
     scores = tf.constant([[0.3, 0.9], [0.3, 0.9]])
     applied = rules.apply(tf.constant(2), scores, history, {}, IDS)
     assert applied.numpy().tolist()[0] == [NEG_INF, NEG_INF]
-    picked, values = rules.select(_top_picks(1, 1), tf.constant(2), scores, history, {}, IDS)
+    picked, values = _select_over_rows_unknown(rules, _top_picks(1, 1), 2, scores, history)
     assert picked.numpy().tolist() == [[0], [0]] == np.argmax(applied.numpy(), 1)[:, None].tolist()
     assert values.numpy().tolist() == [[NEG_INF], [NEG_INF]]
 
