@@ -519,7 +519,8 @@ def test_rules_written_in_place_equal_the_masked_rules(rows, t, n, least, most, 
     def per_sentence(value):
         return None if value is None else tf.fill([sentences], value)
 
-    prefix = tf.constant([[B, PAD_ID]] * sentences) if prefixed else None
+    # forced tokens that the n-gram rule may ban (a prefix overrides it), then none
+    prefix = tf.constant([[B, A, B, A, B, A, PAD_ID]] * sentences) if prefixed else None
     applied = []
     for size in (n, tf.constant(n)):
         rules = decoding.OutputRules(size, per_sentence(least), per_sentence(most), prefix)

@@ -64,14 +64,11 @@ class OutputRules:
                                                    rows_per_sentence), 1)
             scores = ops.where(ops.logical_and(at_end, ops.logical_not(is_end)), NEG_INF, scores)
         if "rule_prefix" in search:
-            prefix = _per_row(search["rule_prefix"], rows_per_sentence)
-            width = ops.shape(prefix)[1]
-            given = ops.take(prefix, ops.minimum(t, width - 1), axis=1)  # [N]
-            forcing = ops.expand_dims(
-                ops.logical_and(t < width, ops.not_equal(given, special_ids.pad)), 1)
+            given, forcing = _given_token(t, _per_row(search["rule_prefix"], rows_per_sentence),
+                                          special_ids)
             only_given = ops.where(ops.equal(ops.expand_dims(vocabulary, 0),
                                              ops.expand_dims(given, 1)), unruled, NEG_INF)
-            scores = ops.where(forcing, only_given, scores)
+            scores = ops.where(ops.expand_dims(forcing, 1), only_given, scores)
         return scores
 
     def select(self, select, t, scores, history, search, special_ids, rows_per_sentence=1):
@@ -99,22 +96,26 @@ class OutputRules:
                                      rows_per_sentence), None)
         import tensorflow as tf
 
-        picked = select(self.apply(t, scores, history, search, special_ids, rows_per_sentence,
-                                   bans=False), None)
         k, vocab_size = rows_per_sentence, tf.shape(scores)[1]
+        ruled = self.apply(t, scores, history, search, special_ids, k, bans=False)
+        picked = select(ruled, None)
         tokens, banned = self._banned_pairs(t, scores, history, search, special_ids, k)
-        by_sentence = [tf.reshape(x, [-1, k, tf.shape(x)[1]]) for x in (tokens, banned)]
         rows, chosen = picked[0] // vocab_size, picked[0] % vocab_size  # [B, C]
-        tokens, banned = [tf.gather(x, rows, batch_dims=1) for x in by_sentence]  # [B, C, P]
-        hits = tf.logical_and(tf.equal(tokens, chosen[:, :, None]), banned)
-        again = tf.cast(tf.reshape(tf.where(tf.reduce_any(hits, [1, 2])), [-1]), tf.int32)
+        picked_tokens, picked_banned = [  # [B, C, P]: the bans of each pick's row
+            tf.gather(tf.reshape(x, [-1, k, tf.shape(x)[1]]), rows, batch_dims=1)
+            for x in (tokens, banned)]
+        hits = tf.reduce_any(tf.logical_and(tf.equal(picked_tokens, chosen[:, :, None]),
+                                            picked_banned), [1, 2])
+        if "rule_prefix" in search:  # a given token is picked whatever the bans
+            hits = tf.logical_and(hits, tf.logical_not(
+                _given_token(t, search["rule_prefix"], special_ids)[1]))
+        again = tf.cast(tf.reshape(tf.where(hits), [-1]), tf.int32)
         rows = tf.reshape(again[:, None] * k + tf.range(k), [-1])
-        entries = {name: tf.gather(value, again) for name, value in search.items()
-                   if name.startswith("rule_")}
-        repicked = select(self.apply(t, tf.gather(scores, rows), tf.gather(history, rows),
-                                     entries, special_ids, k), again)
+        # Their rows as ``apply`` makes them: the bans and the length rules both write
+        # NEG_INF, in either order.
+        written = _write_banned(*[tf.gather(x, rows) for x in (ruled, tokens, banned)])
         return tuple(tf.tensor_scatter_nd_update(first, again[:, None], second)
-                     for first, second in zip(picked, repicked))
+                     for first, second in zip(picked, select(written, again)))
 
     @property
     def _bans_in_place(self):
@@ -129,15 +130,8 @@ class OutputRules:
         two selects (beam 5 over 64 sentences: 1.06x, 1.02-1.09, on a 2-core AMD EPYC).
         Not for an export: TFLite's builtins have no ``TensorScatterNdUpdate`` (an
         export's n is a tensor)."""
-        import tensorflow as tf
-
-        tokens, banned = self._banned_pairs(t, scores, history, search, special_ids,
-                                            rows_per_sentence)
-        rows = tf.broadcast_to(tf.range(tf.shape(tokens)[0])[:, None], tf.shape(tokens))
-        pairs = tf.boolean_mask(tf.stack([rows, tokens], -1), banned)
-        # a pair may come twice (one token after two n-grams): both write the same value
-        return tf.tensor_scatter_nd_update(
-            scores, pairs, tf.fill(tf.shape(pairs)[:1], tf.constant(NEG_INF, scores.dtype)))
+        return _write_banned(scores, *self._banned_pairs(t, scores, history, search,
+                                                         special_ids, rows_per_sentence))
 
     def _banned_pairs(self, t, scores, history, search, special_ids, rows_per_sentence):
         """``(tokens, banned)``, both ``[N, P]``: the tokens the n-gram rule of a Python
@@ -151,6 +145,26 @@ class OutputRules:
             tokens.append(tf.fill([tf.shape(scores)[0], 1], special_ids.end))
             banned.append(too_short[:, None])
         return tf.concat(tokens, 1), tf.concat(banned, 1)
+
+
+def _write_banned(scores, tokens, banned):
+    """``scores [N, V]`` with ``NEG_INF`` at each row's ``tokens [N, P]`` where ``banned
+    [N, P]``: one ``tensor_scatter_nd_update`` (TensorFlow)."""
+    import tensorflow as tf
+
+    rows = tf.broadcast_to(tf.range(tf.shape(tokens)[0])[:, None], tf.shape(tokens))
+    pairs = tf.boolean_mask(tf.stack([rows, tokens], -1), banned)
+    # a pair may come twice (one token after two n-grams): both write the same value
+    return tf.tensor_scatter_nd_update(
+        scores, pairs, tf.fill(tf.shape(pairs)[:1], tf.constant(NEG_INF, scores.dtype)))
+
+
+def _given_token(t, prefix, special_ids):
+    """``(given, forcing)``, both ``[N]``: each row's prefix token at step ``t`` of
+    ``prefix [N, P]``, and whether it is one (not past the prefix, not its ``[PAD]``)."""
+    width = ops.shape(prefix)[1]
+    given = ops.take(prefix, ops.minimum(t, width - 1), axis=1)
+    return given, ops.logical_and(t < width, ops.not_equal(given, special_ids.pad))
 
 
 def _per_row(values, rows_per_sentence):
