@@ -396,7 +396,9 @@ def _biased_markov_step(table, rng):
     def step(tokens, state, memory):
         logits, new_state, attention = markov(tokens, state)
         at_step = tf.gather(by_step, tf.cast(state["steps"][:, 0], tf.int32))
-        return logits + memory["bias"] + at_step, new_state, attention
+        # one memory row per row, or per sentence for its consecutive rows
+        bias = tf.repeat(memory["bias"], tf.shape(logits)[0] // tf.shape(memory["bias"])[0], 0)
+        return logits + bias + at_step, new_state, attention
 
     return step
 
@@ -423,10 +425,12 @@ STRATEGIES = {
 }
 
 
+@pytest.mark.parametrize("memory_per_sentence", [False, True])
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_a_batch_gives_what_each_sentence_gives_alone(strategy):
+def test_a_batch_gives_what_each_sentence_gives_alone(strategy, memory_per_sentence):
     """On TensorFlow a batch drops its finished sentences from the loop; one sentence at a
-    time (a static batch of one) runs the fixed-rows loop of every other backend."""
+    time (a static batch of one) runs the fixed-rows loop of every other backend. The
+    memory expanded to the rows or kept per sentence (then dropped by sentence)."""
     rng = np.random.default_rng(3)
     table = _random_table(rng)
     bias = tf.constant(rng.normal(0, 2, (4, VOCAB)), tf.float32)
@@ -443,7 +447,7 @@ def test_a_batch_gives_what_each_sentence_gives_alone(strategy):
         return decoding.decode(
             step, {"steps": tf.zeros([len(rows), 1])}, chosen, len(rows),
             9, source_length=3, max_lengths=tf.gather(limits, rows),
-            memory={"bias": tf.gather(bias, rows)})
+            memory={"bias": tf.gather(bias, rows)}, memory_per_sentence=memory_per_sentence)
 
     batch = run([0, 1, 2, 3])
     alone = [run([row]) for row in range(4)]
@@ -538,7 +542,7 @@ def test_rules_written_in_place_equal_the_masked_rules(rows, t, n, least, most, 
 
 
 def _top_picks(rows_per_sentence, count):
-    """A strategy's ``select`` for ``OutputRules.select``: each sentence's ``count`` best
+    """A strategy's ``pick`` for ``OutputRules.select``: each sentence's ``count`` best
     scores over its rows, ``(indices, values)``."""
     def picks(scores, sentences):
         by_sentence = tf.reshape(scores, [-1, rows_per_sentence * tf.shape(scores)[1]])

@@ -76,6 +76,24 @@ def test_many_queries_equal_one_at_a_time(name, batch, rng):
         np.testing.assert_allclose(weights[:, step], w, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", sorted(ATTENTIONS))
+@pytest.mark.parametrize("reweighted", [False, True])
+def test_rows_grouped_per_memory_row_equal_the_memory_repeated(name, batch, rng, reweighted):
+    """A step's query of K consecutive rows per memory row (a beam's hypotheses) gives
+    what each row gives with its memory row repeated for it."""
+    _, memory, mask = batch
+    query = rng.normal(size=(3 * 2, 4)).astype("float32")
+    attention = ATTENTIONS[name]()
+    reweight = (lambda weights: keras.ops.flip(weights, axis=-1)) if reweighted else None
+    grouped = attention(query, memory, memory_mask=mask, reweight=reweight)
+    repeated = attention(query, np.repeat(memory, 2, axis=0), memory_mask=np.repeat(mask, 2, 0),
+                         reweight=reweight)
+    assert grouped[0].shape == (6, 4) and grouped[1].shape == (6, 6)
+    for a, b in zip(grouped, repeated):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b),
+                                   atol=1e-6)
+
+
 @pytest.mark.parametrize("queries", [None, 5])
 def test_reweight_replaces_the_weights_the_context_is_formed_from(batch, rng, queries):
     query, memory, mask = batch

@@ -71,17 +71,17 @@ class OutputRules:
             scores = ops.where(ops.expand_dims(forcing, 1), only_given, scores)
         return scores
 
-    def select(self, select, t, scores, history, search, special_ids, rows_per_sentence=1):
-        """``select(apply(...), None)``: a strategy's choice under the rules.
+    def select(self, pick, t, scores, history, search, special_ids, rows_per_sentence=1):
+        """``pick(apply(...), None)``: a strategy's picks under the rules.
 
-        ``select(scores [N, V], sentences) -> (chosen, *rest)``, all ``[B, ...]`` per
+        ``pick(scores [N, V], sentences) -> (chosen, *rest)``, all ``[B, ...]`` per
         sentence; ``chosen [B, C]``: the scores each sentence picked, as indices into its
         rows' scores laid end to end (row within the sentence * V + token).
         ``sentences``: None for all, else ``[M]``, the sentences of ``scores``' rows.
 
-        On TensorFlow with a Python int n, ``select`` first sees the scores without the
-        n-gram and least-length bans; the sentences that picked a banned token select
-        again from their rows' scores with the bans written. The same choice, the same
+        On TensorFlow with a Python int n, ``pick`` first sees the scores without the
+        n-gram and least-length bans; the sentences that picked a banned token pick again
+        from their rows' scores with the bans written. The same choice, the same
         scores: writing ``NEG_INF`` over scores left unpicked (scores above it, as a
         model's logits and log-probabilities are) changes no pick. It spares copying
         every row's scores: ``tensor_scatter_nd_update`` copies its input on the CPU (it
@@ -92,13 +92,13 @@ class OutputRules:
         # are short: the picks in two passes made one sentence's greedy and beam 5
         # search 0.90x and 0.83x as fast (zoo benchmark decoding --baseline).
         if not self._bans_in_place or scores.shape[0] is not None:
-            return select(self.apply(t, scores, history, search, special_ids,
-                                     rows_per_sentence), None)
+            return pick(self.apply(t, scores, history, search, special_ids,
+                                   rows_per_sentence), None)
         import tensorflow as tf
 
         k, vocab_size = rows_per_sentence, tf.shape(scores)[1]
         ruled = self.apply(t, scores, history, search, special_ids, k, bans=False)
-        picked = select(ruled, None)
+        picked = pick(ruled, None)
         tokens, banned = self._banned_pairs(t, scores, history, search, special_ids, k)
         rows, chosen = picked[0] // vocab_size, picked[0] % vocab_size  # [B, C]
         picked_tokens, picked_banned = [  # [B, C, P]: the bans of each pick's row
@@ -115,7 +115,7 @@ class OutputRules:
         # NEG_INF, in either order.
         written = _write_banned(*[tf.gather(x, rows) for x in (ruled, tokens, banned)])
         return tuple(tf.tensor_scatter_nd_update(first, again[:, None], second)
-                     for first, second in zip(picked, select(written, again)))
+                     for first, second in zip(picked, pick(written, again)))
 
     @property
     def _bans_in_place(self):

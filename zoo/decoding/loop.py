@@ -105,7 +105,8 @@ def _at(rows, position):
 
 
 def decode(step_fn, state, strategy, batch_size, max_length, source_length=None,
-           return_attention=True, first_logits=None, max_lengths=None, memory=None):
+           return_attention=True, first_logits=None, max_lengths=None, memory=None,
+           memory_per_sentence=False):
     """Run ``strategy`` over ``step_fn`` for at most ``max_length`` steps.
 
     Step 0 feeds ``strategy.special_ids.start`` to every row; or, given ``first_logits
@@ -114,17 +115,22 @@ def decode(step_fn, state, strategy, batch_size, max_length, source_length=None,
     function returns attention; ``return_attention=False`` skips collecting it.
     ``max_lengths [B]`` (default: all ``max_length``) ends each sentence at its own
     length. ``memory``: a nest the step function reads and never changes, one row per
-    sentence (expanded to the strategy's rows, never reordered). Returns
-    ``strategy.result``.
+    sentence (expanded to the strategy's rows, never reordered); with
+    ``memory_per_sentence``, not expanded: the step function reads each sentence's row
+    for its ``rows_per_sentence`` consecutive rows (a beam's attention reads a source
+    once for its beams, and the loop drops a finished sentence's memory row, not K
+    copies of it). Returns ``strategy.result``.
     """
     step, tokens, search, state, memory = _first_step(
         step_fn, state, strategy, batch_size, max_length, source_length, return_attention,
-        first_logits, max_lengths, memory)
+        first_logits, max_lengths, memory, memory_per_sentence)
     static_one = isinstance(batch_size, int) and batch_size == 1
     if backend.is_tensorflow() and not static_one:
-        dropping = (_decode_dropping_finished_rows if hasattr(strategy, "full_batch_buffers")
-                    else _decode_dropping_finished)
-        return dropping(step, strategy, max_length, batch_size, tokens, search, state, memory)
+        if hasattr(strategy, "full_batch_buffers"):  # one row per sentence
+            return _decode_dropping_finished_rows(step, strategy, max_length, batch_size,
+                                                  tokens, search, state, memory)
+        return _decode_dropping_finished(step, strategy, max_length, batch_size, tokens, search,
+                                         state, memory, memory_per_sentence)
 
     def body(t, tokens, search, state):
         return t + 1, *step(t, tokens, search, state, memory)
@@ -213,7 +219,7 @@ def _advance(strategy, keep_attention, t, logits, attention, search, state):
 
 
 def _first_step(step_fn, state, strategy, batch_size, max_length, source_length,
-                return_attention, first_logits, max_lengths, memory):
+                return_attention, first_logits, max_lengths, memory, memory_per_sentence=False):
     """Step 0 (the start id, or the prompt's ``first_logits``) and the loop's step.
 
     Returns ``(loop_step(...), tokens, search, state, memory)`` after step 0.
@@ -221,7 +227,10 @@ def _first_step(step_fn, state, strategy, batch_size, max_length, source_length,
     if memory is None:  # an empty nest: the loops carry the same structure either way
         step_fn, memory = _without_memory(step_fn), {}
     if first_logits is None:
-        state, memory = strategy.expand((state, memory))
+        if memory_per_sentence:
+            state = strategy.expand(state)
+        else:
+            state, memory = strategy.expand((state, memory))
         start = ops.full((batch_size * strategy.rows_per_sentence,), strategy.special_ids.start,
                          "int32")
         logits, state, attention = step_fn(start, state, memory)
@@ -300,7 +309,7 @@ def _decode_dropping_finished_rows(step, strategy, max_length, batch_size, token
 
 
 def _decode_dropping_finished(step, strategy, max_length, batch_size, tokens, search, state,
-                              memory):
+                              memory, memory_per_sentence=False):
     """``decode``'s loop on TensorFlow, from step 1, for the open sentences only, for
     a strategy whose result reads more than full-batch buffers (``Beam``).
 
@@ -339,8 +348,9 @@ def _decode_dropping_finished(step, strategy, max_length, batch_size, tokens, se
         open_sentences = tf.cast(tf.reshape(tf.where(tf.logical_not(finished)), [-1]), tf.int32)
         rows = tf.reshape(tf.expand_dims(open_sentences, 1) * rows_per_sentence
                           + tf.range(rows_per_sentence), [-1])
+        memory = _take(memory, open_sentences if memory_per_sentence else rows)
         return (tf.gather(sentences, open_sentences), tf.gather(tokens, rows),
-                _take(search, open_sentences), _take(state, rows), _take(memory, rows), outputs)
+                _take(search, open_sentences), _take(state, rows), memory, outputs)
 
     def body(t, sentences, tokens, search, state, memory, outputs):
         t, tokens, search, state = until_one_finishes(t, tokens, search, state, memory)

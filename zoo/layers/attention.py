@@ -5,8 +5,9 @@ Both layers share one interface, made for decoders that run step by step:
     keys = attention.project_keys(memory)           # once per source sentence
     context, weights = attention(query, memory, keys=keys, memory_mask=mask)
 
-``query`` is ``[batch, query_dim]`` (one decoder step) or ``[batch, steps,
-query_dim]`` (several queries at once); ``memory`` is ``[batch, source_len,
+``query`` is ``[batch, query_dim]`` (one decoder step; or ``[batch * K, query_dim]``,
+K consecutive rows per memory row: a beam's) or ``[batch, steps, query_dim]`` (several
+queries at once); ``memory`` is ``[batch, source_len,
 memory_dim]``; ``memory_mask`` is ``[batch, source_len]`` boolean, True for real
 tokens. ``weights`` is ``[batch, (steps,) source_len]``: a softmax over the real
 source positions (padded positions get exactly 0, each row sums to 1; a row with
@@ -30,6 +31,11 @@ def weighted_sum(weights, memory):
     if weights.shape[0] == 1 and weights.shape[1] == 1:
         return ops.sum(ops.reshape(weights, (1, -1, 1)) * memory, axis=1, keepdims=True)
     return ops.matmul(weights, memory)
+
+
+def _one_row_each(grouped, rows):
+    """``[B, K, ...]`` as ``[rows, ...]`` (``rows = B * K``): a step's queries' results."""
+    return ops.reshape(grouped, (rows, *ops.shape(grouped)[2:]))
 
 
 def additive_scores(projected_query, keys, vector, bias=None):
@@ -106,10 +112,15 @@ class _MemoryAttention(keras.layers.Layer):
 
     def call(self, query, memory, keys=None, memory_mask=None, reweight=None):
         """``reweight``: a function of the weights whose result the context is formed
-        from (and returned) instead: an experiment that replaces the attention."""
+        from (and returned) instead: an experiment that replaces the attention.
+
+        A query of one step, ``[N, units]``, may have several consecutive rows per row
+        of ``memory`` (``N = B * K``: a beam's K hypotheses of a sentence): each group
+        of K attends as K queries of its memory row, which is read once for them."""
         single_step = len(query.shape) == 2
         if single_step:
-            query = ops.expand_dims(query, 1)
+            rows = ops.shape(query)[0]
+            query = ops.reshape(query, (ops.shape(memory)[0], -1, query.shape[-1]))
         memory = precision.cast(memory, self.compute_dtype)
         if keys is None:
             keys = self._project_keys(memory)
@@ -119,12 +130,12 @@ class _MemoryAttention(keras.layers.Layer):
         scores = ops.cast(self.score(query, keys), "float32")
         weights = ops.cast(masked_softmax(scores, memory_mask), self.compute_dtype)
         if reweight is not None and single_step:  # it sees the weights the caller gets
-            weights = ops.expand_dims(reweight(ops.squeeze(weights, 1)), 1)
+            weights = ops.reshape(reweight(_one_row_each(weights, rows)), ops.shape(weights))
         elif reweight is not None:
             weights = reweight(weights)
         context = weighted_sum(weights, memory)
         if single_step:
-            context, weights = ops.squeeze(context, 1), ops.squeeze(weights, 1)
+            context, weights = _one_row_each(context, rows), _one_row_each(weights, rows)
         return context, weights
 
     def compute_output_shape(self, query_shape, memory_shape, keys_shape=None,

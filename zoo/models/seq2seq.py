@@ -506,7 +506,7 @@ class Seq2Seq(PresetModel):
         reads_attention = bool(getattr(strategy, "beta", 0))
         return decoding.decode(step, state, strategy, batch, max_length,
                                ops.shape(source_ids)[1], return_attention or reads_attention,
-                               max_lengths=limits, memory=memory)
+                               max_lengths=limits, memory=memory, memory_per_sentence=True)
 
     def _step_function(self, source_ids, rows=None):
         """The decoding step function, its state and its memory (``zoo.decoding``), for
@@ -514,7 +514,8 @@ class Seq2Seq(PresetModel):
 
         The state is what changes at each step (``recurrent_state``); the encoder's
         outputs (attention memory, keys, mask), the same at every step and for every
-        beam of a sentence, are the memory: beam search does not reorder them.
+        beam of a sentence, are the memory: one row per sentence, which the attention
+        reads for each of the sentence's rows (``memory_per_sentence``), never reordered.
         """
         output_product = self._output_product(rows)
         encoded = self.encode(source_ids, training=False)
