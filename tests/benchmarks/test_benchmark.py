@@ -1,4 +1,5 @@
 import json
+import time
 from unittest import mock
 
 import keras
@@ -132,6 +133,21 @@ def test_rounds_alternate_their_order():
         {name: (lambda name=name: calls.append(name)) for name in "abc"}, 3, 1)
     assert calls[6:] == list("abc") + list("cba") + list("abc")
     assert {name: len(seconds) for name, seconds in samples.items()} == {"a": 3, "b": 3, "c": 3}
+
+
+def test_rounds_count_what_a_function_reports_it_took_when_told_to():
+    """A worker process's own timing, not the exchange with it: the call's seconds here
+    (a sleep) would be over 0.01."""
+    def reporting(seconds):
+        def call():
+            time.sleep(0.01)
+            return seconds
+        return call
+
+    samples = alternate_rounds({"a": reporting(0.5), "b": reporting(2.0)}, 3, 2, reported=True)
+    assert samples == {"a": [0.5] * 3, "b": [2.0] * 3}
+    timed = alternate_rounds({"a": reporting(0.5)}, 2, 1)
+    assert all(0.01 <= seconds < 0.5 for seconds in timed["a"])
 
 
 def _layout_samples(*ratios):
@@ -322,18 +338,26 @@ def test_decoding_threads_benchmark_times_each_setting_in_a_process_of_its_own()
                                                   batch=3, latency_sentences=2, rounds=1,
                                                   printer=lines.append)
     assert results["settings"] == ["1", "1/2"]
-    assert [(c["threads"], c["beam_size"], c["batch"]) for c in results["cases"]] == [
-        (t, beam, batch) for batch, beam in ((3, 1), (3, 5), (1, 1), (1, 5)) for t in ("1", "1/2")]
+    assert [(c["threads"], c["beam_size"], c["batch"], c["back_to_back"])
+            for c in results["cases"]] == [
+        (t, beam, batch, warm) for batch, beam, warm in (
+            (3, 1, False), (3, 5, False), (1, 1, False), (1, 5, False), (3, 1, True),
+            (3, 5, True)) for t in ("1", "1/2")]
     for case in results["cases"]:
         assert case["sentences_per_second"] > 0
         if case["threads"] == "1":  # against itself, in the same round
             assert case["ratio"] == 1.0
     assert set(results["matmul_gflops"]) == {"1", "1/2"}
-    greedy = {c["threads"]: c["sentences_per_second"] for c in results["cases"]
-              if (c["beam_size"], c["batch"]) == (1, 3)}
-    for label in ("1", "1/2"):  # no setting of two intra-op threads: each its own rate
-        assert results["greedy_share_of_matmul_rate"][label] == pytest.approx(
-            results["greedy_flops_per_sentence"] * greedy[label] / 1e9
-            / results["matmul_gflops"][label])
+    for warm, suffix in ((False, ""), (True, "_back_to_back")):
+        speed = {(c["threads"], c["beam_size"]): c["sentences_per_second"]
+                 for c in results["cases"] if (c["batch"], c["back_to_back"]) == (3, warm)}
+        for label in ("1", "1/2"):  # no setting of two intra-op threads: each its own rate
+            assert results["greedy_share_of_matmul_rate" + suffix][label] == pytest.approx(
+                results["greedy_flops_per_sentence"] * speed[label, 1] / 1e9
+                / results["matmul_gflops"][label])
+            assert results["beam_over_greedy" + suffix][label] == pytest.approx(
+                speed[label, 5] / speed[label, 1])
     assert lines[1].split() == ["case", "1", "1/2"] and lines[2].startswith("greedy, batch of 3")
-    assert lines[-1].startswith("threads 1/2: greedy on the batch computes")
+    assert lines[-3].startswith("beam 5, batch of 3, back to back")
+    assert lines[-1].startswith("threads 1/2 (matmul rate on threads 1/2: ")
+    assert "greedy on the batch computes" in lines[-1] and "; back to back " in lines[-1]

@@ -31,6 +31,8 @@ for line in sys.stdin:
         from zoo.benchmarks.timing import matmul_gflops
         print(json.dumps({"gflops": matmul_gflops()}), flush=True)
         continue
+    if case.get("warm_up"):  # the timed call right after another: back to back
+        model.translate(texts[case["texts"]], beam_size=case["beam_size"])
     start = time.perf_counter()
     for _ in range(case["calls"]):
         model.translate(texts[case["texts"]], beam_size=case["beam_size"])
@@ -63,8 +65,10 @@ class _DecodingWorker:
             raise RuntimeError(f"the decoding worker stopped (exit status {self._process.wait()})")
         return json.loads(line)
 
-    def seconds(self, texts, beam_size, calls):
-        self._send({"texts": texts, "beam_size": beam_size, "calls": calls})
+    def seconds(self, texts, beam_size, calls, warm_up=False):
+        """Seconds for ``calls`` translations in a row; ``warm_up``: right after an untimed
+        one."""
+        self._send({"texts": texts, "beam_size": beam_size, "calls": calls, "warm_up": warm_up})
         return self._reply()["seconds"]
 
     def matmul_gflops(self):
@@ -88,26 +92,31 @@ def _test_texts(name, batch, data_dir):
     return texts
 
 
-def _time_cases(workers, latency_sentences, rounds):
+def _time_cases(workers, latency_sentences, rounds, back_to_back=False):
     """Greedy and beam 5, over the batch and one sentence per call (``latency_sentences``
     calls), in every worker, rounds alternating: ``(cases, {(side, case): seconds per
-    round})``."""
-    cases = [("batch", beam, 1) for beam in (1, 5)] + [
-        ("one", beam, latency_sentences) for beam in (1, 5)]
+    round})``, a case ``(texts, beam size, calls, warm_up)``. Each call on the batch comes
+    after the process has waited for the others' cases; ``back_to_back`` also times it
+    right after an untimed call of its own (as a file's batches run)."""
+    cases = [("batch", beam, 1, False) for beam in (1, 5)] + [
+        ("one", beam, latency_sentences, False) for beam in (1, 5)]
+    if back_to_back:
+        cases += [("batch", beam, 1, True) for beam in (1, 5)]
     try:
         seconds = alternate_rounds(
             {(side, case): (lambda w=worker, c=case: w.seconds(*c))
-             for case in cases for side, worker in workers.items()}, rounds, 1)
+             for case in cases for side, worker in workers.items()}, rounds, 1, reported=True)
     finally:
         for worker in workers.values():
             worker.close()
     return cases, seconds
 
 
-def _case_label(texts, texts_name, beam, calls):
+def _case_label(texts, texts_name, beam, calls, warm_up=False):
     count = len(texts[texts_name]) * calls
     return (f"{'greedy' if beam == 1 else 'beam 5'}, "
-            f"{'batch of ' + str(count) if texts_name == 'batch' else 'one per call'}")
+            f"{'batch of ' + str(count) if texts_name == 'batch' else 'one per call'}"
+            f"{', back to back' if warm_up else ''}")
 
 
 def benchmark_decoding(name, baseline, batch=64, latency_sentences=16, rounds=9, data_dir=None,
@@ -135,13 +144,14 @@ def benchmark_decoding(name, baseline, batch=64, latency_sentences=16, rounds=9,
             "interval")
     printer(f"{'case':<28}{'this checkout':>15}{'baseline':>12}{'ratio':>8}  95% interval")
     results = {"preset": name, "baseline": str(baseline), "rounds": rounds, "cases": []}
-    for texts_name, beam, calls in cases:
+    for case in cases:
+        texts_name, beam, calls, _ = case
         count = len(texts[texts_name]) * calls
-        seconds = {side: rounds_seconds[side, (texts_name, beam, calls)] for side in workers}
+        seconds = {side: rounds_seconds[side, case] for side in workers}
         speeds = {side: count / statistics.median(seconds[side]) for side in workers}
         paired = paired_speed_ratio(seconds["this checkout"], seconds["baseline"])
         low, high = paired["interval_95"]
-        label = _case_label(texts, texts_name, beam, calls)
+        label = _case_label(texts, *case)
         printer(f"{label:<28}{speeds['this checkout']:>11.0f} s/s{speeds['baseline']:>8.0f} s/s"
                 f"{paired['ratio']:>8.2f}  {low:.2f}-{high:.2f}")
         results["cases"].append({"beam_size": beam, "batch": len(texts[texts_name]),
@@ -161,7 +171,8 @@ def benchmark_decoding_threads(name, settings, batch=64, latency_sentences=16, r
     95% bootstrap interval); per setting: beam 5's speed over greedy's on the batch, and
     the share of what the arithmetic allows that greedy on the batch reaches
     (``model.decoding_flops`` of each sentence over the setting's matmul rate, measured in
-    its process before the rounds)."""
+    its process before the rounds, a product after product), for the call after a wait
+    and for the call back to back (docs/benchmarks.md: the first runs 10-15% slower)."""
     import zoo
     from zoo import presets
     from zoo.benchmarks.translate import greedy_work
@@ -176,42 +187,47 @@ def benchmark_decoding_threads(name, settings, batch=64, latency_sentences=16, r
     workers = {label: _DecodingWorker(_HERE, preset_directory, texts, list(setting))
                for label, setting in zip(labels, settings)}
     rates = {label: worker.matmul_gflops() for label, worker in workers.items()}
-    cases, rounds_seconds = _time_cases(workers, latency_sentences, rounds)
+    cases, rounds_seconds = _time_cases(workers, latency_sentences, rounds, back_to_back=True)
     printer(f"zoo benchmark decoding {name} --threads {' '.join(labels)}: Keras translate, "
             f"TensorFlow intra-op/inter-op threads (N: N/N), a process each; {rounds} "
             "alternating rounds: medians, and each setting's speed over the first one's (the "
-            "median of the rounds' ratios, 95% bootstrap interval)")
-    printer(f"{'case':<22}" + "".join(f"{label:>24}" for label in labels))
+            "median of the rounds' ratios, 95% bootstrap interval); back to back: the call "
+            "right after another, not after a wait")
+    printer(f"{'case':<34}" + "".join(f"{label:>24}" for label in labels))
     results = {"preset": name, "rounds": rounds, "settings": labels, "cases": [],
                "greedy_flops_per_sentence": flops, "matmul_gflops": rates}
     speeds = {}
-    for texts_name, beam, calls in cases:
+    for case in cases:
+        texts_name, beam, calls, warm_up = case
         count = len(texts[texts_name]) * calls
-        seconds = {label: rounds_seconds[label, (texts_name, beam, calls)] for label in labels}
-        row = f"{_case_label(texts, texts_name, beam, calls):<22}"
+        seconds = {label: rounds_seconds[label, case] for label in labels}
+        row = f"{_case_label(texts, *case):<34}"
         for label in labels:
             speed = count / statistics.median(seconds[label])
-            speeds[label, texts_name, beam] = speed
+            speeds[label, texts_name, beam, warm_up] = speed
             paired = paired_speed_ratio(seconds[label], seconds[labels[0]])
             low, high = paired["interval_95"]
             shown = f"{1000 / speed:.1f} ms" if texts_name == "one" else f"{speed:.0f} s/s"
             row += f"{shown:>10} {paired['ratio']:.2f} {low:.2f}-{high:.2f}"
             results["cases"].append({"threads": label, "beam_size": beam,
-                                     "batch": len(texts[texts_name]),
+                                     "batch": len(texts[texts_name]), "back_to_back": warm_up,
                                      "sentences_per_second": speed, **paired})
         printer(row)
     settings_by_label = dict(zip(labels, settings))
     for label, setting in settings_by_label.items():
-        greedy = speeds[label, "batch", 1]
         limit_label = _limit_label(setting, settings_by_label)
-        share = flops * greedy / 1e9 / rates[limit_label]
-        beam_over_greedy = speeds[label, "batch", 5] / greedy
-        results.setdefault("greedy_share_of_matmul_rate", {})[label] = share
-        results.setdefault("beam_over_greedy", {})[label] = beam_over_greedy
-        printer(f"threads {label}: greedy on the batch computes {flops * greedy / 1e9:.1f} "
-                f"GFLOP/s, {share:.0%} of the matmul rate on threads {limit_label} "
-                f"({rates[limit_label]:.0f} GFLOP/s); beam 5 / greedy speed "
-                f"{beam_over_greedy:.2f}")
+        figures = []
+        for warm_up, suffix in ((False, ""), (True, "_back_to_back")):
+            greedy = speeds[label, "batch", 1, warm_up]
+            share = flops * greedy / 1e9 / rates[limit_label]
+            beam_over_greedy = speeds[label, "batch", 5, warm_up] / greedy
+            results.setdefault("greedy_share_of_matmul_rate" + suffix, {})[label] = share
+            results.setdefault("beam_over_greedy" + suffix, {})[label] = beam_over_greedy
+            figures.append(f"{flops * greedy / 1e9:.1f} GFLOP/s, {share:.0%} of the matmul "
+                           f"rate, beam 5 / greedy {beam_over_greedy:.2f}")
+        printer(f"threads {label} (matmul rate on threads {limit_label}: "
+                f"{rates[limit_label]:.0f} GFLOP/s): greedy on the batch computes {figures[0]}; "
+                f"back to back {figures[1]}")
     return results
 
 

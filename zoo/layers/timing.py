@@ -11,23 +11,27 @@ import time
 import numpy as np
 
 
-def _median_seconds(function, repeats):
+def _median_seconds(function, repeats, reported=False):
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
-        function()
-        samples.append(time.perf_counter() - start)
+        seconds = function()
+        samples.append(seconds if reported else time.perf_counter() - start)
     return statistics.median(samples)
 
 
-def alternate_rounds(functions, rounds, repeats_per_round):
+def alternate_rounds(functions, rounds, repeats_per_round, reported=False):
     """Seconds per call of each function in each round, measured round-robin: a round
     times every function once, one right after the other, every other round in the
     reverse order. A call timed right after another one is slowed by it (its process's
     threads still hold the cores a moment, its data pushed the other's out of the
     caches): in the same order every round, one side of a pair always ran second.
     Measured with this checkout against a copy of itself (``zoo benchmark decoding``,
-    30 rounds, greedy over a batch of 64): 0.97 (0.92-1.03) in a fixed order."""
+    30 rounds, greedy over a batch of 64): 0.97 (0.92-1.03) in a fixed order.
+
+    ``reported``: each function returns the seconds it measured itself (a process that
+    times its own work, without the exchange with it), which count instead of the call's.
+    """
     for function in functions.values():  # trace and warm up
         function()
         function()
@@ -35,7 +39,7 @@ def alternate_rounds(functions, rounds, repeats_per_round):
     order = list(functions.items())
     for round_index in range(rounds):
         for name, function in (order if round_index % 2 == 0 else order[::-1]):
-            samples[name].append(_median_seconds(function, repeats_per_round))
+            samples[name].append(_median_seconds(function, repeats_per_round, reported))
     return samples
 
 
