@@ -222,7 +222,7 @@ def test_remeasuring_prints_each_batchs_ratio_and_replaces_the_kept_choice(monke
     load.return_value = 0.02  # measured quietly, then under load: the quiet one stays
     layout_line(_layout_samples([0.5] * 5, [2.0] * 5))
     assert layout_line(_layout_samples([0.5] * 5, [0.5] * 5))[2].startswith(
-        f"lstm: decided at every batch: kept for good")
+        "lstm: decided at every batch: kept for good")
     load.return_value = 0.48
     assert layout_line(_layout_samples([0.5] * 5, [2.0] * 5))[2] == (
         f"lstm: measured under load: used by this run only, {path} keeps the choice measured "

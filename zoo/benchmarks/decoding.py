@@ -171,8 +171,8 @@ def benchmark_decoding_threads(name, settings, batch=64, latency_sentences=16, r
     95% bootstrap interval); per setting: beam 5's speed over greedy's on the batch, and
     the share of what the arithmetic allows that greedy on the batch reaches
     (``model.decoding_flops`` of each sentence over the setting's matmul rate, measured in
-    its process before the rounds, a product after product), for the call after a wait
-    and for the call back to back (docs/benchmarks.md: the first runs 10-15% slower)."""
+    its process before the rounds, on products back to back), for the call after a wait
+    and for the call back to back (docs/benchmarks.md, "The call after a wait")."""
     import zoo
     from zoo import presets
     from zoo.benchmarks.translate import greedy_work
